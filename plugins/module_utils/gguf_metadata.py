@@ -1,0 +1,310 @@
+# -*- coding: utf-8 -*-
+"""Read the header of a GGUF model file without loading the model.
+
+Pure Python (struct only) so it runs on any managed host, before llama.cpp or
+any Python package exists there. Reads GGUF versions 2 and 3, little- or
+big-endian: the fixed header, every metadata key/value pair and the tensor-info
+table, then stops; tensor data is never read.
+
+Layout (llama.cpp ggml/include/gguf.h and gguf-py/gguf/gguf_reader.py, commit
+0c1e57098): magic ``GGUF``; uint32 version; uint64 tensor_count; uint64
+kv_count; kv_count x (string key, uint32 value type, value); tensor_count x
+(string name, uint32 n_dims, n_dims x uint64 dim, uint32 ggml type, uint64
+offset). A string is a uint64 byte length then UTF-8 bytes; an array is a
+uint32 element type, a uint64 count, then the elements. Version 1 used 32-bit
+counts and lengths and has not been written since 2023; it is refused.
+"""
+from __future__ import annotations
+
+import os
+import struct
+from typing import IO, Any, Dict, List, Tuple, Union
+
+GGUF_MAGIC = b"GGUF"
+SUPPORTED_VERSIONS = (2, 3)
+DEFAULT_MAX_ARRAY_ITEMS = 16
+# gguf.h caps nothing, but a key longer than this is a corrupt file, not a key.
+MAX_KEY_BYTES = 65535
+
+# GGUF value type id -> struct format of one scalar (gguf-py GGUFValueType).
+_SCALAR_FORMATS = {
+    0: "B",  # UINT8
+    1: "b",  # INT8
+    2: "H",  # UINT16
+    3: "h",  # INT16
+    4: "I",  # UINT32
+    5: "i",  # INT32
+    6: "f",  # FLOAT32
+    7: "?",  # BOOL
+    10: "Q",  # UINT64
+    11: "q",  # INT64
+    12: "d",  # FLOAT64
+}
+_TYPE_STRING = 8
+_TYPE_ARRAY = 9
+
+# llama.cpp include/llama.h `enum llama_ftype` (commit 0c1e57098), the value of
+# general.file_type. Gaps (4-6, 33-35) are removed types; MOSTLY_ is dropped.
+LLAMA_FTYPE_NAMES = {
+    0: "F32",
+    1: "F16",
+    2: "Q4_0",
+    3: "Q4_1",
+    7: "Q8_0",
+    8: "Q5_0",
+    9: "Q5_1",
+    10: "Q2_K",
+    11: "Q3_K_S",
+    12: "Q3_K_M",
+    13: "Q3_K_L",
+    14: "Q4_K_S",
+    15: "Q4_K_M",
+    16: "Q5_K_S",
+    17: "Q5_K_M",
+    18: "Q6_K",
+    19: "IQ2_XXS",
+    20: "IQ2_XS",
+    21: "Q2_K_S",
+    22: "IQ3_XS",
+    23: "IQ3_XXS",
+    24: "IQ1_S",
+    25: "IQ4_NL",
+    26: "IQ3_S",
+    27: "IQ3_M",
+    28: "IQ2_S",
+    29: "IQ2_M",
+    30: "IQ4_XS",
+    31: "IQ1_M",
+    32: "BF16",
+    36: "TQ1_0",
+    37: "TQ2_0",
+    38: "MXFP4_MOE",
+    39: "NVFP4",
+    40: "Q1_0",
+    41: "Q2_0",
+}
+
+Source = Union[str, "os.PathLike[str]", IO[bytes]]
+
+
+class GGUFError(ValueError):
+    """The file is not a GGUF file this reader understands, or it is cut short."""
+
+
+class _Reader:
+    """Sequential reads from a seekable binary stream, in the file's byte order."""
+
+    def __init__(self, stream: IO[bytes], path_hint: str) -> None:
+        self.stream = stream
+        self.path_hint = path_hint
+        self.byte_order = "<"
+        start = stream.tell()
+        self.size = stream.seek(0, os.SEEK_END)
+        stream.seek(start)
+
+    def offset(self) -> int:
+        return self.stream.tell()
+
+    def _claim(self, size: int, what: str) -> None:
+        # Checked before reading so a corrupt length cannot make us allocate gigabytes.
+        missing = self.offset() + size - self.size
+        if missing > 0:
+            raise GGUFError(
+                "%s: file ends at byte %d while reading %s (needed %d more bytes)"
+                % (self.path_hint, self.size, what, missing)
+            )
+
+    def read(self, size: int, what: str) -> bytes:
+        self._claim(size, what)
+        return self.stream.read(size)
+
+    def skip(self, size: int, what: str) -> None:
+        self._claim(size, what)
+        self.stream.seek(size, os.SEEK_CUR)
+
+    def scalar(self, fmt: str, what: str) -> Any:
+        return struct.unpack(self.byte_order + fmt, self.read(struct.calcsize(fmt), what))[0]
+
+    def string(self, what: str, limit: int = 0) -> str:
+        length = self.scalar("Q", what)
+        if limit and length > limit:
+            raise GGUFError("%s: %s is %d bytes long at byte %d: not a GGUF file or corrupt"
+                            % (self.path_hint, what, length, self.offset()))
+        return self.read(length, what).decode("utf-8", errors="replace")
+
+    def skip_string(self, what: str) -> None:
+        self.skip(self.scalar("Q", what), what)
+
+
+def _read_value(reader: _Reader, value_type: int, key: str, max_array_items: int,
+                array_lengths: Dict[str, int]) -> Any:
+    if value_type in _SCALAR_FORMATS:
+        return reader.scalar(_SCALAR_FORMATS[value_type], key)
+    if value_type == _TYPE_STRING:
+        return reader.string(key)
+    if value_type == _TYPE_ARRAY:
+        return _read_array(reader, key, max_array_items, array_lengths)
+    raise GGUFError("%s: key %r has unknown value type %d at byte %d"
+                    % (reader.path_hint, key, value_type, reader.offset()))
+
+
+def _read_array(reader: _Reader, key: str, max_array_items: int,
+                array_lengths: Dict[str, int]) -> List[Any]:
+    """Keep the first max_array_items elements, skip the rest, record the length."""
+    element_type = reader.scalar("I", key + " (array type)")
+    count = reader.scalar("Q", key + " (array length)")
+    array_lengths[key] = count
+    kept: List[Any] = []
+    for position in range(count):
+        if position < max_array_items:
+            # Nested arrays are recorded under key[i]; none of llama.cpp's keys use them.
+            kept.append(_read_value(reader, element_type, "%s[%d]" % (key, position),
+                                    max_array_items, array_lengths))
+        elif element_type in _SCALAR_FORMATS:
+            reader.skip(struct.calcsize(_SCALAR_FORMATS[element_type]) * (count - position), key)
+            break
+        elif element_type == _TYPE_STRING:
+            reader.skip_string(key)
+        else:
+            _read_value(reader, element_type, "%s[%d]" % (key, position), 0, {})
+    return kept
+
+
+def _read_header(reader: _Reader) -> Tuple[int, int, int]:
+    magic = reader.read(4, "magic")
+    if magic != GGUF_MAGIC:
+        raise GGUFError("%s: not a GGUF file (starts with %r, expected %r)"
+                        % (reader.path_hint, magic, GGUF_MAGIC))
+    raw_version = reader.read(4, "version")
+    version = struct.unpack("<I", raw_version)[0]
+    # A big-endian file's small version number reads as a huge little-endian one
+    # (gguf-py does the same check).
+    if version & 0xFFFF == 0:
+        reader.byte_order = ">"
+        version = struct.unpack(">I", raw_version)[0]
+    if version not in SUPPORTED_VERSIONS:
+        raise GGUFError("%s: GGUF version %d is not supported (this reader knows %s)"
+                        % (reader.path_hint, version, ", ".join(map(str, SUPPORTED_VERSIONS))))
+    tensor_count = reader.scalar("Q", "tensor_count")
+    kv_count = reader.scalar("Q", "kv_count")
+    return version, tensor_count, kv_count
+
+
+def _read_tensor_infos(reader: _Reader, tensor_count: int) -> int:
+    """Skip over the tensor-info table, returning the number of parameters it describes."""
+    parameter_count = 0
+    for position in range(tensor_count):
+        what = "tensor info %d" % position
+        reader.skip_string(what)
+        n_dims = reader.scalar("I", what)
+        elements = 1
+        for _ in range(n_dims):
+            elements *= reader.scalar("Q", what)
+        reader.skip(4 + 8, what)  # ggml type, data offset
+        parameter_count += elements
+    return parameter_count
+
+
+def read_gguf_metadata(source: Source, max_array_items: int = DEFAULT_MAX_ARRAY_ITEMS) -> Dict[str, Any]:
+    """Read a GGUF file's header, metadata and tensor-info table.
+
+    source: a path, or a seekable binary file object positioned at the file's start.
+    max_array_items: how many elements of each array to keep; the rest are read
+    past, so a 150k-entry tokenizer vocabulary costs no memory. Every array's
+    full length is in ``array_lengths`` either way.
+
+    Returns a dict:
+      version, tensor_count, kv_count: from the fixed header;
+      metadata: {key: value}, scalars as Python values, arrays as lists of at
+        most max_array_items elements;
+      array_lengths: {key: full length} for every array;
+      kv_end_offset: byte offset where the key/value section ends;
+      tensor_info_end_offset: byte offset where the tensor-info table ends
+        (tensor data starts at the next multiple of general.alignment);
+      parameter_count: sum of the element counts of all tensors.
+    """
+    if hasattr(source, "read"):
+        return _read_stream(source, getattr(source, "name", "<stream>"), max_array_items)  # type: ignore[arg-type]
+    path = os.fspath(source)
+    with open(path, "rb") as stream:
+        return _read_stream(stream, path, max_array_items)
+
+
+def _read_stream(stream: IO[bytes], path_hint: str, max_array_items: int) -> Dict[str, Any]:
+    reader = _Reader(stream, str(path_hint))
+    version, tensor_count, kv_count = _read_header(reader)
+    metadata: Dict[str, Any] = {}
+    array_lengths: Dict[str, int] = {}
+    for _ in range(kv_count):
+        key = reader.string("metadata key", limit=MAX_KEY_BYTES)
+        value_type = reader.scalar("I", key + " (type)")
+        metadata[key] = _read_value(reader, value_type, key, max_array_items, array_lengths)
+    kv_end_offset = reader.offset()
+    parameter_count = _read_tensor_infos(reader, tensor_count)
+    return {
+        "version": version,
+        "tensor_count": tensor_count,
+        "kv_count": kv_count,
+        "metadata": metadata,
+        "array_lengths": array_lengths,
+        "kv_end_offset": kv_end_offset,
+        "tensor_info_end_offset": reader.offset(),
+        "parameter_count": parameter_count,
+    }
+
+
+def _largest(value: Any) -> Any:
+    """Per-layer lists (e.g. head_count_kv on hybrid models) -> their largest entry."""
+    if isinstance(value, list):
+        return max(value) if value else None
+    return value
+
+
+def quantization_name(file_type: Any) -> str:
+    """general.file_type -> llama.cpp's name for it ("Q4_1"), or "unknown (N)"."""
+    if file_type is None:
+        return "unknown"
+    return LLAMA_FTYPE_NAMES.get(file_type, "unknown (%s)" % file_type)
+
+
+def model_summary(gguf: Dict[str, Any]) -> Dict[str, Any]:
+    """The numbers a memory plan needs, from read_gguf_metadata()'s result.
+
+    Keys follow llama.cpp's names ({arch}.block_count etc.). head_count_kv
+    defaults to head_count (no GQA) and key/value_length to
+    embedding_length / head_count, as llama.cpp does when they are absent.
+    A per-layer list (some hybrid models) is reduced to its largest entry, which
+    over-estimates the KV cache rather than under-estimating it.
+    """
+    metadata = gguf["metadata"]
+    architecture = metadata.get("general.architecture")
+    if not architecture:
+        raise GGUFError("GGUF metadata has no general.architecture")
+
+    def arch_key(name: str) -> Any:
+        return _largest(metadata.get("%s.%s" % (architecture, name)))
+
+    head_count = arch_key("attention.head_count")
+    embedding_length = arch_key("embedding_length")
+    derived_head_dim = embedding_length // head_count if embedding_length and head_count else None
+    key_length = arch_key("attention.key_length") or derived_head_dim
+    vocab_size = arch_key("vocab_size") or gguf["array_lengths"].get("tokenizer.ggml.tokens")
+    file_type = metadata.get("general.file_type")
+    return {
+        "architecture": architecture,
+        "name": metadata.get("general.name"),
+        "size_label": metadata.get("general.size_label"),
+        "block_count": arch_key("block_count"),
+        "head_count": head_count,
+        "head_count_kv": arch_key("attention.head_count_kv") or head_count,
+        "embedding_length": embedding_length,
+        "feed_forward_length": arch_key("feed_forward_length"),
+        "context_length": arch_key("context_length"),
+        "key_length": key_length,
+        "value_length": arch_key("attention.value_length") or derived_head_dim,
+        "head_dim": key_length,
+        "vocab_size": vocab_size,
+        "file_type": file_type,
+        "quantization": quantization_name(file_type),
+        "parameter_count": gguf.get("parameter_count"),
+    }

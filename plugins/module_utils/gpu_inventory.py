@@ -1,0 +1,252 @@
+"""Parsers for `lspci` and `nvidia-smi -q -x` output, and their merge into GPU facts.
+
+Pure functions over text: the nvidia_gpu_facts module runs the tools, these read
+what they printed. lspci works before any driver is installed; nvidia-smi adds
+what only the driver knows (memory in use, BAR1, link state, temperatures).
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+
+from ansible.module_utils.gpu_catalog import lookup, lookup_by_name, normalize_pci_device_id
+
+# PCI display classes: VGA, 3D controller (headless data-center cards), other display.
+_DISPLAY_CLASS_IDS = frozenset({"0300", "0302", "0380"})
+_DISPLAY_CLASS_NAMES = frozenset({"vga compatible controller", "3d controller", "display controller"})
+
+# One device line of lspci, optionally behind an "IOMMU Group N" prefix (loop scripts
+# over /sys/kernel/iommu_groups print that), with or without the domain (-D) and
+# the numeric class and ids (-nn).
+_LSPCI_LINE = re.compile(
+    r"^(?:IOMMU Group \d+\s+)?"
+    r"(?P<bus>(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+"
+    r"(?P<cls>[^:\[]+?)(?:\s+\[(?P<clsid>[0-9a-fA-F]{4})\])?:\s+"
+    r"(?P<desc>.*)$"
+)
+_LSPCI_IDS = re.compile(r"\s*\[(?P<vendor>[0-9a-fA-F]{4}):(?P<device>[0-9a-fA-F]{4})\]")
+_LSPCI_REV = re.compile(r"\s*\(rev [0-9a-fA-F]+\)\s*$")
+_NVIDIA_VENDOR_NAME = "NVIDIA Corporation"
+
+_THROTTLE_PARENTS = ("clocks_event_reasons", "clocks_throttle_reasons")  # newer, older drivers
+_THROTTLE_PREFIXES = ("clocks_event_reason_", "clocks_throttle_reason_")
+_POWER_LIMIT_PATHS = ("power_readings/power_limit", "gpu_power_readings/current_power_limit")
+_LEADING_NUMBER = re.compile(r"^\s*(\d+(?:\.\d+)?)")
+
+_DRIVER_UNAVAILABLE = "couldn't communicate with the nvidia driver"
+
+
+def normalize_bus_id(bus_id: str) -> str:
+    """Return a PCI address as "0000:27:00.0", lowercase, with the domain.
+
+    lspci without -D omits the domain ("27:00.0"); nvidia-smi prints an 8-digit one
+    ("00000000:00:0D.0"). Domains above 0xffff (Intel VMD) are kept whole.
+    """
+    parts = bus_id.strip().lower().split(":")
+    if len(parts) == 2:
+        parts.insert(0, "0")
+    domain, bus, device_function = parts
+    return f"{int(domain, 16):04x}:{bus}:{device_function}"
+
+
+def _lspci_device(match: re.Match) -> dict | None:
+    desc = _LSPCI_REV.sub("", match.group("desc"))
+    found = list(_LSPCI_IDS.finditer(desc))
+    ids = found[-1] if found else None  # the vendor:device pair ends the line
+    if ids:
+        if ids.group("vendor").lower() != "10de":
+            return None
+        desc = desc[: ids.start()] + desc[ids.end() :]
+    elif not desc.startswith(_NVIDIA_VENDOR_NAME):
+        return None
+    clsid = match.group("clsid")
+    if clsid:
+        if clsid not in _DISPLAY_CLASS_IDS:
+            return None
+    elif match.group("cls").strip().lower() not in _DISPLAY_CLASS_NAMES:
+        return None
+    desc = desc[len(_NVIDIA_VENDOR_NAME) :].strip() if desc.startswith(_NVIDIA_VENDOR_NAME) else desc.strip()
+    brackets = re.findall(r"\[([^\]]+)\]", desc)
+    name = brackets[-1] if brackets else desc
+    if ids:
+        device_id = normalize_pci_device_id(ids.group("vendor") + ":" + ids.group("device"))
+    else:
+        model = lookup_by_name(desc)
+        device_id = model.pci_device_id if model else None
+    return {
+        "pci_bus_id": normalize_bus_id(match.group("bus")),
+        "pci_device_id": device_id,
+        "name": name,
+    }
+
+
+def parse_lspci(text: str) -> list[dict]:
+    """NVIDIA display devices from `lspci -Dnn` output, in the order listed.
+
+    Also reads plain `lspci`, `lspci -v` blocks (indented lines are skipped) and
+    IOMMU-group listings. Without numeric ids the device id comes from the model
+    name through the catalogue, or is None when the name is not catalogued.
+    Each item: pci_bus_id, pci_device_id, name.
+    """
+    devices = []
+    for line in text.splitlines():
+        match = _LSPCI_LINE.match(line)
+        if match:
+            device = _lspci_device(match)
+            if device:
+                devices.append(device)
+    return devices
+
+
+def _text(element: ET.Element, path: str) -> str | None:
+    found = element.find(path)
+    if found is None or found.text is None:
+        return None
+    value = found.text.strip()
+    return None if value in ("", "N/A") else value
+
+
+def _number(element: ET.Element, path: str) -> float | None:
+    # Values carry units ("32510 MiB", "16x", "66 C", "250.00 W") or "N/A".
+    value = _text(element, path)
+    match = _LEADING_NUMBER.match(value) if value else None
+    return float(match.group(1)) if match else None
+
+
+def _integer(element: ET.Element, path: str) -> int | None:
+    value = _number(element, path)
+    return None if value is None else int(value)
+
+
+def _enabled(element: ET.Element, path: str) -> bool | None:
+    value = _text(element, path)
+    return None if value is None else value == "Enabled"
+
+
+def _throttle_reasons(gpu: ET.Element) -> list[str] | None:
+    for parent_name, prefix in zip(_THROTTLE_PARENTS, _THROTTLE_PREFIXES):
+        parent = gpu.find(parent_name)
+        if parent is not None:
+            return [
+                child.tag[len(prefix) :] if child.tag.startswith(prefix) else child.tag
+                for child in parent
+                if (child.text or "").strip() == "Active"
+            ]
+    return None
+
+
+def _power_limit(gpu: ET.Element) -> float | None:
+    for path in _POWER_LIMIT_PATHS:
+        value = _number(gpu, path)
+        if value is not None:
+            return value
+    return None
+
+
+def _smi_gpu(gpu: ET.Element) -> dict:
+    bus_id = _text(gpu, "pci/pci_bus_id") or gpu.get("id")
+    device_id = _text(gpu, "pci/pci_device_id")
+    link = "pci/pci_gpu_link_info/"
+    return {
+        "name": _text(gpu, "product_name"),
+        "pci_bus_id": normalize_bus_id(bus_id) if bus_id else None,
+        "pci_device_id": normalize_pci_device_id(device_id) if device_id else None,
+        "uuid": _text(gpu, "uuid"),
+        "minor_number": _integer(gpu, "minor_number"),
+        # Direct children only: MIG devices nest their own fb/bar1 usage deeper.
+        "memory_total_mib": _integer(gpu, "fb_memory_usage/total"),
+        "bar1_total_mib": _integer(gpu, "bar1_memory_usage/total"),
+        "pcie_link_gen_current": _integer(gpu, link + "pcie_gen/current_link_gen"),
+        "pcie_link_gen_max": _integer(gpu, link + "pcie_gen/max_link_gen"),
+        "pcie_link_width_current": _integer(gpu, link + "link_widths/current_link_width"),
+        "pcie_link_width_max": _integer(gpu, link + "link_widths/max_link_width"),
+        "persistence_mode": _enabled(gpu, "persistence_mode"),
+        "temperature_c": _integer(gpu, "temperature/gpu_temp"),
+        "throttle_reasons": _throttle_reasons(gpu),
+        "power_limit_w": _power_limit(gpu),
+    }
+
+
+def parse_nvidia_smi_xml(text: str) -> dict:
+    """Driver versions and per-GPU readings from `nvidia-smi -q -x`.
+
+    Returns driver_version, cuda_version, attached_gpus (as the file states it) and
+    gpus, one dict per <gpu> element in nvidia-smi's order. "N/A" reads as None.
+    Raises xml.etree.ElementTree.ParseError on text that is not XML.
+    """
+    root = ET.fromstring(text)
+    return {
+        "driver_version": _text(root, "driver_version"),
+        "cuda_version": _text(root, "cuda_version"),
+        "attached_gpus": _integer(root, "attached_gpus"),
+        "gpus": [_smi_gpu(gpu) for gpu in root.findall("gpu")],
+    }
+
+
+def is_driver_unavailable(output: str) -> bool:
+    """True for nvidia-smi's "couldn't communicate with the NVIDIA driver" failure."""
+    return _DRIVER_UNAVAILABLE in output.lower()
+
+
+_DRIVER_FIELDS = (
+    "bar1_total_mib",
+    "pcie_link_gen_current",
+    "pcie_link_gen_max",
+    "pcie_link_width_current",
+    "pcie_link_width_max",
+    "persistence_mode",
+    "temperature_c",
+    "throttle_reasons",
+    "power_limit_w",
+    "uuid",
+    "minor_number",
+)
+
+
+def _gpu_fact(index: int, seen: dict | None, driver: dict | None) -> dict:
+    lspci = seen or {}
+    smi = driver or {}
+    device_id = smi.get("pci_device_id") or lspci.get("pci_device_id")
+    model = lookup(device_id) if device_id else None
+    memory = smi.get("memory_total_mib")
+    fact = {
+        "index": index,
+        "name": smi.get("name") or lspci.get("name"),
+        "pci_bus_id": smi.get("pci_bus_id") or lspci.get("pci_bus_id"),
+        "pci_device_id": device_id,
+        "architecture": model.architecture if model else None,
+        "compute_capability": model.compute_capability if model else None,
+        "memory_total_mib": memory if memory is not None else (model.memory_mib if model else None),
+        "memory_bandwidth_gbps": model.memory_bandwidth_gbps if model else None,
+        "seen_by_lspci": seen is not None,
+        "seen_by_driver": driver is not None,
+    }
+    fact.update((field, smi.get(field)) for field in _DRIVER_FIELDS)
+    return fact
+
+
+def _bus_order(bus_id: str) -> tuple[int, ...]:
+    # Numeric, so a VMD domain 10000 sorts after ffff.
+    return tuple(int(part, 16) for part in re.split(r"[:.]", bus_id))
+
+
+def build_gpu_facts(lspci_gpus: list[dict], smi: dict | None) -> dict:
+    """Merge lspci and nvidia-smi views into the nvidia_gpu_facts contract.
+
+    GPUs are matched by PCI bus id. Those nvidia-smi reports come first, in its
+    order; GPUs only lspci saw (driver not bound) follow in PCI bus order with
+    driver fields None. Compute capability, architecture and bandwidth come from
+    the catalogue, so they are known without a driver.
+    """
+    smi_gpus = smi["gpus"] if smi else []
+    by_bus = {gpu["pci_bus_id"]: gpu for gpu in lspci_gpus}
+    pairs = [(by_bus.pop(gpu["pci_bus_id"], None), gpu) for gpu in smi_gpus]
+    pairs += [(by_bus[bus], None) for bus in sorted(by_bus, key=_bus_order)]
+    gpus = [_gpu_fact(index, seen, driver) for index, (seen, driver) in enumerate(pairs)]
+    return {
+        "nvidia_gpus": gpus,
+        "nvidia_gpu_count": len(gpus),
+        "nvidia_driver_version": smi["driver_version"] if smi else None,
+        "nvidia_driver_cuda_version": smi["cuda_version"] if smi else None,
+    }

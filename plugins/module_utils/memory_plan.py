@@ -1,0 +1,366 @@
+# -*- coding: utf-8 -*-
+"""Will a model, its KV cache and llama.cpp's buffers fit in GPU memory?
+
+Per GPU, in MiB (each term rounded up):
+
+    required = weights + kv_cache + compute_buffer + overhead + safety_margin
+    kv_cache (all GPUs) = 2 (K and V) x layers x kv_heads x head_dim
+                          x context_per_slot x slots x bytes_per_element
+
+kv_heads is the number of KEY/VALUE heads (GQA), not attention heads. With
+gpu_count > 1 the layers are split across the GPUs (llama.cpp `-sm layer`);
+the busiest GPU holds ceil(layers / gpu_count) layers and that share of the
+weights and of the KV cache, which is the GPU the plan sizes.
+
+context_per_slot and slots are explicit on purpose: how llama-server's `-c`
+and `-np` map onto them is wired by the caller. At llama.cpp 0c1e57098,
+`llama-completion -c 8192 -np 4` allocates 4 sequences of 2048 cells
+(n_ctx_seq = 2048, KV 180 MiB for SmolLM2-135M), i.e. context_per_slot = c / np.
+
+The KV sizes and the compute-buffer estimate were checked against llama.cpp
+0c1e57098's own log lines (llama_kv_cache size, sched_reserve compute buffer
+size) for SmolLM2-135M (CPU backend) at several contexts, batch sizes, KV types
+and flash-attention settings (18 cases): KV sizes match exactly, the
+compute-buffer estimate is within 5 % (4.9 % under to 3.4 % over). That is one
+small model on the CPU backend; CUDA's own pool and context are the separate
+overhead term.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+from ansible.module_utils.gguf_metadata import model_summary
+from ansible.module_utils.stack_rules import Refusal
+
+MIB = 1024 * 1024
+
+# KV cache type -> (bytes per block, elements per block): ggml's block layouts
+# (ggml/src/ggml-common.h, llama.cpp 0c1e57098), e.g. q8_0 = fp16 scale + 32 int8.
+KV_CACHE_TYPES: Dict[str, Tuple[int, int]] = {
+    "f32": (4, 1),
+    "f16": (2, 1),
+    "bf16": (2, 1),
+    "q8_0": (34, 32),
+    "q4_0": (18, 32),
+    "q4_1": (20, 32),
+    "q5_0": (22, 32),
+    "q5_1": (24, 32),
+    "iq4_nl": (18, 32),
+}
+SMALLER_KV_CACHE_TYPE = "q8_0"
+
+# Per GPU: the CUDA context (~300-400 MiB on a V100 with CUDA 12's lazy module
+# loading), cuBLAS workspace and llama.cpp's CUDA memory pool, none of which
+# llama.cpp reports as model, KV or compute buffer.
+DEFAULT_OVERHEAD_MIB = 600
+# Per GPU: memory the driver keeps (the gap between nvidia-smi's total and free
+# on an idle card) and allocator fragmentation.
+DEFAULT_SAFETY_MARGIN_MIB = 512
+# When the model's shape is unknown: covers the logits of a 250k-token
+# vocabulary at the default micro-batch with flash attention on.
+DEFAULT_COMPUTE_BUFFER_MIB = 512
+DEFAULT_UBATCH = 512  # llama.cpp -ub default
+# llama.cpp pads the context (n_ctx and the per-sequence n_ctx_seq) to a
+# multiple of 256 cells (src/llama-context.cpp, GGML_PAD(..., 256)).
+CONTEXT_STEP = 256
+MAX_GPUS_TO_SUGGEST = 8
+SOURCE = ("memory_plan.py formula, checked against llama.cpp 0c1e57098 llama_kv_cache and compute buffer "
+          "sizes; VOLTA_FACTS.md, GPUs (memory)")
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """What the planner needs to know about a model; architecture and dtype also feed
+    the stack rules (vllm_model_architecture, vllm_model_dtype)."""
+
+    architecture: str
+    layers: int
+    kv_heads: int
+    head_dim: int
+    attention_heads: Optional[int] = None
+    embedding_length: Optional[int] = None
+    feed_forward_length: Optional[int] = None
+    vocab_size: Optional[int] = None
+    context_length: Optional[int] = None
+    dtype: Optional[str] = None
+    quantization: Optional[str] = None
+    source: str = ""
+
+
+def shape_from_gguf(gguf: Mapping[str, Any]) -> ModelShape:
+    """From gguf_metadata.read_gguf_metadata()'s result."""
+    summary = model_summary(dict(gguf))
+    return ModelShape(
+        architecture=summary["architecture"],
+        layers=_required(summary, "block_count", "GGUF"),
+        kv_heads=_required(summary, "head_count_kv", "GGUF"),
+        head_dim=_required(summary, "head_dim", "GGUF"),
+        attention_heads=summary["head_count"],
+        embedding_length=summary["embedding_length"],
+        feed_forward_length=summary["feed_forward_length"],
+        vocab_size=summary["vocab_size"],
+        context_length=summary["context_length"],
+        quantization=summary["quantization"],
+        source="gguf",
+    )
+
+
+def shape_from_hf_config(config: Mapping[str, Any]) -> ModelShape:
+    """From a Hugging Face config.json (multimodal configs: their text_config).
+
+    num_key_value_heads falls back to num_attention_heads (no GQA) and head_dim
+    to hidden_size / num_attention_heads, as transformers does.
+    """
+    text = config.get("text_config") if "num_hidden_layers" not in config else None
+    text = text if isinstance(text, Mapping) else config
+    attention_heads = _required(text, "num_attention_heads", "config.json")
+    hidden_size = text.get("hidden_size")
+    head_dim = text.get("head_dim") or (hidden_size // attention_heads if hidden_size else None)
+    if not head_dim:
+        raise ValueError("config.json has neither head_dim nor hidden_size")
+    architectures = config.get("architectures") or [""]
+    quantization = (config.get("quantization_config") or {}).get("quant_method")
+    return ModelShape(
+        architecture=architectures[0],
+        layers=_required(text, "num_hidden_layers", "config.json"),
+        kv_heads=text.get("num_key_value_heads") or attention_heads,
+        head_dim=head_dim,
+        attention_heads=attention_heads,
+        embedding_length=hidden_size,
+        feed_forward_length=text.get("intermediate_size"),
+        vocab_size=text.get("vocab_size") or config.get("vocab_size"),
+        context_length=text.get("max_position_embeddings"),
+        # transformers >= 4.56 writes "dtype"; older releases "torch_dtype".
+        dtype=config.get("torch_dtype") or config.get("dtype") or text.get("torch_dtype"),
+        quantization=quantization,
+        source="hf_config",
+    )
+
+
+def _required(fields: Mapping[str, Any], key: str, where: str) -> int:
+    value = fields.get(key)
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise ValueError("%s has no usable %s (got %r)" % (where, key, value))
+    return value
+
+
+def _ceil_mib(size_bytes: float) -> int:
+    return int(-(-size_bytes // MIB))
+
+
+def llama_server_kv_cells(ctx_size: int, parallel: int, kv_unified: bool, n_ctx_train: int) -> Tuple[int, int]:
+    """(cells per stream, streams) that llama-server allocates for `-c`, `-np` and `-kvu`.
+
+    Measured on llama.cpp 0c1e57098 (tests/fixtures/llama_cpp/): `-c` is the
+    total over all slots and 0 means the model's training context. A unified
+    cache is one stream of `-c` cells that every slot shares; otherwise each
+    slot gets a stream of ceil(c / np) cells. Streams are padded up to 256 cells.
+    """
+    total = ctx_size or n_ctx_train
+    if kv_unified:
+        return _pad_cells(total), 1
+    return _pad_cells(-(-total // parallel)), parallel
+
+
+def _pad_cells(cells: int) -> int:
+    return -(-cells // CONTEXT_STEP) * CONTEXT_STEP
+
+
+def kv_cache_bytes(layers: int, kv_heads: int, head_dim: int, context_per_slot: int, slots: int,
+                   kv_cache_type: str) -> int:
+    """2 x layers x kv_heads x head_dim x context_per_slot x slots x bytes per element."""
+    if kv_cache_type not in KV_CACHE_TYPES:
+        raise ValueError("kv_cache_type %r is not one of %s" % (kv_cache_type, ", ".join(KV_CACHE_TYPES)))
+    block_bytes, block_elements = KV_CACHE_TYPES[kv_cache_type]
+    elements = 2 * layers * kv_heads * head_dim * context_per_slot * slots
+    return -(-elements * block_bytes // block_elements)
+
+
+def estimate_compute_buffer_mib(shape: ModelShape, context_per_slot: int, slots: int,
+                                ubatch: int = DEFAULT_UBATCH, flash_attention: bool = True) -> int:
+    """llama.cpp's compute buffer: the larger of the output step and one layer's step.
+
+    Both are float32 tensors for one micro-batch of `ubatch` tokens:
+      output: logits (vocab) plus the final hidden state (embedding);
+      layer:  FFN activations (3 x feed_forward_length) plus the hidden state,
+              and without flash attention the KQ scores (attention_heads x KV
+              cells) and the mask over all cells (context_per_slot x slots: the
+              worst case, a unified cache), counted as float32.
+    Shapes missing vocab/embedding/FFN sizes get DEFAULT_COMPUTE_BUFFER_MIB.
+    """
+    if not (shape.vocab_size and shape.embedding_length and shape.feed_forward_length):
+        return DEFAULT_COMPUTE_BUFFER_MIB
+    output = ubatch * (shape.vocab_size + shape.embedding_length) * 4
+    layer = ubatch * (3 * shape.feed_forward_length + shape.embedding_length) * 4
+    if not flash_attention:
+        cells = context_per_slot * slots
+        layer += cells * ubatch * ((shape.attention_heads or shape.kv_heads) + 1) * 4
+    return _ceil_mib(max(output, layer))
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    """Every term per GPU in MiB, for the busiest GPU, plus the inputs behind them."""
+
+    name: str
+    layers: int
+    kv_heads: int
+    head_dim: int
+    weights_bytes: int
+    context_per_slot: int
+    slots: int
+    kv_cache_type: str
+    gpu_count: int
+    gpu_memory_mib: int
+    layers_per_gpu: int
+    weights_mib: int
+    kv_cache_mib: int
+    compute_buffer_mib: int
+    overhead_mib: int
+    safety_margin_mib: int
+    required_mib: int
+    headroom_mib: int
+    fits: bool
+
+    def arithmetic(self) -> str:
+        return ("weights %d + KV cache %d (%s, %d slot%s x %d tokens) + compute buffer %d + overhead %d "
+                "+ safety margin %d = %d MiB of %d MiB per GPU" % (
+                    self.weights_mib, self.kv_cache_mib, self.kv_cache_type, self.slots,
+                    "" if self.slots == 1 else "s", self.context_per_slot, self.compute_buffer_mib,
+                    self.overhead_mib, self.safety_margin_mib, self.required_mib, self.gpu_memory_mib))
+
+    def message(self) -> str:
+        where = "%d GPU%s" % (self.gpu_count, "" if self.gpu_count == 1 else "s")
+        if self.fits:
+            return "%s fits on %s with %d MiB to spare: %s" % (self.name, where, self.headroom_mib,
+                                                               self.arithmetic())
+        return "%s does not fit on %s, %d MiB short: %s" % (self.name, where, -self.headroom_mib,
+                                                            self.arithmetic())
+
+    def remedies(self) -> List[str]:
+        """Each single change that makes the plan fit, with its numbers."""
+        if self.fits:
+            return []
+        return [remedy for remedy in (
+            _lower_context(self), _fewer_slots(self), _smaller_kv_cache(self),
+            _smaller_weights(self), _more_gpus(self)) if remedy]
+
+    def refusal(self) -> Optional[Refusal]:
+        if self.fits:
+            return None
+        remedies = self.remedies()
+        fix = "; or ".join(remedies) if remedies else "Pick a smaller model: its weights alone do not fit"
+        fix = fix[0].upper() + fix[1:]
+        return Refusal(
+            variable="memory_plans",
+            value=self.name,
+            reason="does not fit: needs %d MiB per GPU, %d MiB more than there is (%s)" % (
+                self.required_mib, -self.headroom_mib, self.arithmetic()),
+            fix=fix,
+            source=SOURCE,
+        )
+
+    def as_dict(self) -> Dict[str, Any]:
+        result = asdict(self)
+        result["message"] = self.message()
+        result["remedies"] = self.remedies()
+        return result
+
+
+def plan_memory(name: str, *, layers: int, kv_heads: int, head_dim: int, weights_bytes: int,
+                context_per_slot: int, slots: int, gpu_memory_mib: int, kv_cache_type: str = "f16",
+                gpu_count: int = 1, compute_buffer_mib: int = DEFAULT_COMPUTE_BUFFER_MIB,
+                overhead_mib: int = DEFAULT_OVERHEAD_MIB,
+                safety_margin_mib: int = DEFAULT_SAFETY_MARGIN_MIB) -> MemoryPlan:
+    """Size one llama.cpp instance (see the module docstring for the formula).
+
+    context_per_slot is rounded up to a multiple of 256, as llama.cpp allocates it.
+
+    Raises ValueError for a non-positive dimension, count or memory size and for
+    an unknown kv_cache_type.
+    """
+    for label, value in (("layers", layers), ("kv_heads", kv_heads), ("head_dim", head_dim),
+                         ("context_per_slot", context_per_slot), ("slots", slots),
+                         ("gpu_count", gpu_count), ("gpu_memory_mib", gpu_memory_mib)):
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            raise ValueError("%s must be a positive whole number (got %r)" % (label, value))
+    for label, value in (("weights_bytes", weights_bytes), ("compute_buffer_mib", compute_buffer_mib),
+                         ("overhead_mib", overhead_mib), ("safety_margin_mib", safety_margin_mib)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ValueError("%s must be zero or a positive whole number (got %r)" % (label, value))
+    layers_per_gpu = -(-layers // gpu_count)
+    share = layers_per_gpu / layers
+    weights_mib = _ceil_mib(weights_bytes * share)
+    cells_per_slot = _pad_cells(context_per_slot)
+    kv_cache_mib = _ceil_mib(kv_cache_bytes(layers_per_gpu, kv_heads, head_dim, cells_per_slot, slots,
+                                            kv_cache_type))
+    required = weights_mib + kv_cache_mib + compute_buffer_mib + overhead_mib + safety_margin_mib
+    return MemoryPlan(
+        name=name, layers=layers, kv_heads=kv_heads, head_dim=head_dim, weights_bytes=weights_bytes,
+        context_per_slot=context_per_slot, slots=slots, kv_cache_type=kv_cache_type, gpu_count=gpu_count,
+        gpu_memory_mib=gpu_memory_mib, layers_per_gpu=layers_per_gpu, weights_mib=weights_mib,
+        kv_cache_mib=kv_cache_mib, compute_buffer_mib=compute_buffer_mib, overhead_mib=overhead_mib,
+        safety_margin_mib=safety_margin_mib, required_mib=required,
+        headroom_mib=gpu_memory_mib - required, fits=required <= gpu_memory_mib,
+    )
+
+
+def _replan(plan: MemoryPlan, **changes: Any) -> MemoryPlan:
+    inputs = dict(
+        layers=plan.layers, kv_heads=plan.kv_heads, head_dim=plan.head_dim, weights_bytes=plan.weights_bytes,
+        context_per_slot=plan.context_per_slot, slots=plan.slots, gpu_memory_mib=plan.gpu_memory_mib,
+        kv_cache_type=plan.kv_cache_type, gpu_count=plan.gpu_count, compute_buffer_mib=plan.compute_buffer_mib,
+        overhead_mib=plan.overhead_mib, safety_margin_mib=plan.safety_margin_mib)
+    inputs.update(changes)
+    return plan_memory(plan.name, **inputs)
+
+
+def _kv_cells_that_fit(plan: MemoryPlan) -> int:
+    """KV cells (tokens over all slots) the busiest GPU has room for beside everything else."""
+    budget_mib = plan.gpu_memory_mib - (plan.required_mib - plan.kv_cache_mib)
+    per_cell = kv_cache_bytes(plan.layers_per_gpu, plan.kv_heads, plan.head_dim, 1, 1, plan.kv_cache_type)
+    return max(0, budget_mib * MIB // per_cell)
+
+
+def _lower_context(plan: MemoryPlan) -> Optional[str]:
+    context = _kv_cells_that_fit(plan) // plan.slots // CONTEXT_STEP * CONTEXT_STEP
+    if context < CONTEXT_STEP or not _replan(plan, context_per_slot=context).fits:
+        return None
+    return "lower context_per_slot to %d (from %d)" % (context, plan.context_per_slot)
+
+
+def _fewer_slots(plan: MemoryPlan) -> Optional[str]:
+    slots = _kv_cells_that_fit(plan) // plan.context_per_slot
+    if slots < 1 or slots >= plan.slots or not _replan(plan, slots=slots).fits:
+        return None
+    return "lower slots to %d (from %d)" % (slots, plan.slots)
+
+
+def _smaller_kv_cache(plan: MemoryPlan) -> Optional[str]:
+    current_bytes, current_elements = KV_CACHE_TYPES[plan.kv_cache_type]
+    smaller_bytes, smaller_elements = KV_CACHE_TYPES[SMALLER_KV_CACHE_TYPE]
+    if current_bytes * smaller_elements <= smaller_bytes * current_elements:
+        return None
+    smaller = _replan(plan, kv_cache_type=SMALLER_KV_CACHE_TYPE)
+    if not smaller.fits:
+        return None
+    return "set kv_cache_type=%s (KV cache %d -> %d MiB per GPU; a quantized V cache needs flash attention)" % (
+        SMALLER_KV_CACHE_TYPE, plan.kv_cache_mib, smaller.kv_cache_mib)
+
+
+def _smaller_weights(plan: MemoryPlan) -> Optional[str]:
+    budget_mib = plan.gpu_memory_mib - (plan.required_mib - plan.weights_mib)
+    if budget_mib <= 0:
+        return None
+    total_mib = budget_mib * plan.layers // plan.layers_per_gpu
+    return "use a smaller quantization, with weights of at most %d MiB (now %d MiB)" % (
+        total_mib, _ceil_mib(plan.weights_bytes))
+
+
+def _more_gpus(plan: MemoryPlan) -> Optional[str]:
+    for gpu_count in range(plan.gpu_count + 1, min(MAX_GPUS_TO_SUGGEST, plan.layers) + 1):
+        spread = _replan(plan, gpu_count=gpu_count)
+        if spread.fits:
+            return "add GPUs: gpu_count=%d (each then needs %d MiB)" % (gpu_count, spread.required_mib)
+    return None

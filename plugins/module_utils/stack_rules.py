@@ -1,0 +1,672 @@
+# -*- coding: utf-8 -*-
+"""Which driver / CUDA / llama.cpp / vLLM combinations the detected GPUs can run.
+
+The rules are data (the tables below) plus small pure functions; every table
+and check names its source, a section of docs/VOLTA_FACTS.md (which in turn
+names the upstream document it was read from). check_stack() runs them all and
+returns Refusals: each one says variable=value, why, what to use instead, and
+where that rule comes from. Preflight fails on any refusal, before the host is
+touched.
+
+GPUs are the dicts the nvidia_gpu_facts module returns; only "name", "index",
+"pci_device_id" and "compute_capability" ("7.0", or None for a card the
+catalogue does not know) are read here. A GPU with an unknown compute
+capability is skipped by the capability rules: the toolkit can only refuse what
+it knows to be broken.
+
+Runs on the managed host's Python (3.8+): no third-party imports, no `match`.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+Capability = Tuple[int, int]
+Version = Tuple[int, ...]
+Gpu = Mapping[str, Any]
+
+FACTS = "VOLTA_FACTS.md"
+SOURCE_SYSTEMS = FACTS + ", Driver branches (NVIDIA CUDA apt repo: ubuntu2204, ubuntu2404, debian12)"
+SOURCE_GPU_REQUIRED = "DESIGN.md, Public variables (preflight_require_gpu)"
+SOURCE_BRANCHES = FACTS + ", Driver branches"
+SOURCE_OPEN_MODULES = FACTS + ", Driver branches (open GPU kernel modules need GSP)"
+SOURCE_CUDA = FACTS + ", CUDA toolkit"
+SOURCE_CUDA_DRIVER = FACTS + ", Driver branches (max CUDA) and CUDA toolkit"
+SOURCE_MACHINE_CODE = FACTS + ", CUDA toolkit (ship sm_70 machine code)"
+SOURCE_LLAMA_CPP = FACTS + ", llama.cpp (GGML_NATIVE builds for the GPU present at build time)"
+SOURCE_VLLM_VERSIONS = FACTS + ", vLLM (version table)"
+SOURCE_VLLM_QUANTIZATION = FACTS + ", vLLM (quantization minimum cc in 0.5.x)"
+SOURCE_VLLM_DTYPE = FACTS + ", vLLM (dtype)"
+
+# ---------------------------------------------------------------------------
+# Tables
+# ---------------------------------------------------------------------------
+
+# (ansible_distribution, major version for Debian / major.minor for Ubuntu)
+SUPPORTED_SYSTEMS = (("Ubuntu", "22.04"), ("Ubuntu", "24.04"), ("Debian", "12"))
+
+# Driver branch -> newest CUDA toolkit it runs. VOLTA_FACTS.md, Driver branches.
+DRIVER_BRANCH_MAX_CUDA: Dict[int, Tuple[int, int]] = {
+    535: (12, 2),
+    550: (12, 4),
+    570: (12, 8),
+    575: (12, 9),
+    580: (13, 0),
+}
+DEFAULT_DRIVER_BRANCH = 550
+# 590 and newer ignore Volta ("supported through the NVIDIA 580.xx Legacy drivers").
+FIRST_BRANCH_WITHOUT_VOLTA = 590
+DRIVER_FLAVORS = ("proprietary", "open")
+
+DEFAULT_CUDA_TOOLKIT = (12, 4)
+_CUDA_VERSION = re.compile(r"^(\d+)\.(\d+)$")
+CUDA_TOOLKIT_MAJORS = (12, 13)
+# CUDA 13 removed sm_70; 12.9 is the newest toolkit the table lists below 13 (575 row).
+NEWEST_CUDA_FOR_VOLTA = (12, 9)
+
+# Compute-capability thresholds.
+TURING = (7, 5)  # GSP (open modules), CUDA 13, driver 590+, vLLM >= 0.20
+AMPERE = (8, 0)  # bfloat16 in vLLM
+
+CMAKE_SPECIAL_ARCHITECTURES = ("native", "all", "all-major")
+_ARCH_ENTRY = re.compile(r"^(?P<number>\d{2,3})(?P<suffix>[af]?)(?:-(?P<kind>real|virtual))?$")
+
+# vLLM versions are compared as (major, minor, patch, post).
+DEFAULT_VLLM_VERSION = "0.5.4"
+FIRST_VLLM_WITHOUT_VOLTA = (0, 20, 0, 0)
+LAST_VLLM_FOR_VOLTA = "0.19.1"
+FIRST_VLLM_WITH_QWEN3 = (0, 8, 4, 0)
+QWEN3_ARCHITECTURES = ("Qwen3ForCausalLM", "Qwen3MoeForCausalLM")
+FIRST_VLLM_WITH_GGUF = (0, 5, 5, 0)
+
+
+@dataclass(frozen=True)
+class PythonRange:
+    """vLLM releases [first, before) publish wheels for Python oldest..newest."""
+
+    first: Version
+    before: Version
+    oldest: Tuple[int, int]
+    newest: Tuple[int, int]
+    label: str
+    source: str = SOURCE_VLLM_VERSIONS
+
+
+VLLM_PYTHON_RANGES = (
+    PythonRange((0, 5, 0, 0), (0, 5, 4, 0), (3, 8), (3, 11), "0.5.0-0.5.3.post1"),
+    PythonRange((0, 5, 4, 0), (0, 5, 6, 0), (3, 8), (3, 12), "0.5.4"),
+)
+
+# Minimum compute capability (vLLM's own integer form, 75 = 7.5) per method.
+# fp8 is 80 or 89 depending on the kernel path: 80, the lower, is enforced.
+VLLM_QUANTIZATION_MIN_CAPABILITY: Dict[str, int] = {
+    "awq": 75,
+    "awq_marlin": 80,
+    "bitsandbytes": 70,
+    "fp8": 80,
+    "gguf": 60,
+    "gptq": 60,
+    "gptq_marlin": 80,
+    "marlin": 80,
+    "squeezellm": 70,
+}
+FALLBACK_QUANTIZATION = "gptq"
+VLLM_DTYPES = ("auto", "half", "float16", "bfloat16", "float", "float32")
+# Checkpoint dtypes that `--dtype auto` keeps as they are on a pre-Ampere GPU.
+DTYPES_SAFE_UNDER_AUTO = ("float16", "half", "float32", "float")
+
+
+# ---------------------------------------------------------------------------
+# Inputs and outputs
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """One reason preflight will not go on, and what to change."""
+
+    variable: str
+    value: str
+    reason: str
+    fix: str
+    source: str
+
+    def message(self) -> str:
+        value = self.value if self.value != "" else '""'
+        return "%s=%s %s. %s. [source: %s]" % (
+            self.variable, value, self.reason.rstrip("."), self.fix.rstrip("."), self.source)
+
+    def as_dict(self) -> Dict[str, str]:
+        return {
+            "variable": self.variable,
+            "value": self.value,
+            "reason": self.reason,
+            "fix": self.fix,
+            "source": self.source,
+            "message": self.message(),
+        }
+
+
+@dataclass(frozen=True)
+class StackRequest:
+    """The public variables the rules read (DESIGN.md, Public variables)."""
+
+    nvidia_driver_branch: str = str(DEFAULT_DRIVER_BRANCH)
+    nvidia_driver_flavor: str = "proprietary"
+    cuda_toolkit_version: str = "12.4"
+    llama_cpp_cuda_architectures: str = ""
+    vllm_enabled: bool = True
+    vllm_version: str = DEFAULT_VLLM_VERSION
+    vllm_quantization: Optional[str] = "gptq"
+    vllm_dtype: str = "half"
+    vllm_model_architecture: Optional[str] = ""
+    # torch_dtype of the checkpoint (config.json); "" when unknown.
+    vllm_model_dtype: Optional[str] = ""
+    python_version: str = ""
+    distribution: str = ""
+    distribution_version: str = ""
+    require_gpu: bool = True
+
+
+# ---------------------------------------------------------------------------
+# Small helpers
+# ---------------------------------------------------------------------------
+
+
+def parse_version(text: Any) -> Optional[Version]:
+    """"0.5.4" -> (0, 5, 4, 0); "0.5.3.post1" -> (0, 5, 3, 1); malformed -> None.
+
+    One to three release numbers (missing ones are 0) and an optional .postN.
+    Pre-releases (rc, dev) are not accepted: the tables only name releases.
+    """
+    match = re.match(r"^(\d+)(?:\.(\d+))?(?:\.(\d+))?(?:\.post(\d+))?$", str(text or "").strip())
+    if not match:
+        return None
+    return tuple(int(part or 0) for part in match.groups())
+
+
+def format_version(version: Version) -> str:
+    release = ".".join(str(part) for part in version[:3])
+    return release + (".post%d" % version[3] if len(version) > 3 and version[3] else "")
+
+
+def parse_major_minor(text: Any) -> Optional[Tuple[int, int]]:
+    """"12.4" -> (12, 4); "3.12.3" -> (3, 12); anything else -> None."""
+    match = re.match(r"^(\d+)\.(\d+)(?:\.\d+)?$", str(text or "").strip())
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def compute_capability(gpu: Gpu) -> Optional[Capability]:
+    """A GPU fact's "7.0" -> (7, 0); None when the catalogue did not know the card."""
+    return parse_major_minor(gpu.get("compute_capability"))
+
+
+def format_major_minor(capability: Capability) -> str:
+    return "%d.%d" % capability
+
+
+def min_compute_capability(gpus: Sequence[Gpu]) -> Optional[Capability]:
+    """The lowest known compute capability, or None when no GPU has a known one."""
+    known = [cc for cc in (compute_capability(gpu) for gpu in gpus) if cc is not None]
+    return min(known) if known else None
+
+
+def gpus_below(gpus: Sequence[Gpu], capability: Capability) -> List[Gpu]:
+    """GPUs with a known compute capability lower than `capability`, lowest first."""
+    below = []
+    for gpu in gpus:
+        known = compute_capability(gpu)
+        if known is not None and known < capability:
+            below.append((known, gpu))
+    return [gpu for _, gpu in sorted(below, key=lambda pair: pair[0])]
+
+
+def describe_gpu(gpu: Gpu) -> str:
+    """"Tesla V100-PCIE-32GB (compute capability 7.0)"."""
+    name = gpu.get("name") or "GPU %s (%s)" % (gpu.get("index", "?"), gpu.get("pci_device_id", "unknown id"))
+    capability = compute_capability(gpu)
+    if capability is None:
+        return "%s (compute capability unknown)" % name
+    return "%s (compute capability %s)" % (name, format_major_minor(capability))
+
+
+def _parse_branch(text: Any) -> Optional[int]:
+    text = str(text if text is not None else "").strip()
+    return int(text) if text.isdigit() else None
+
+
+def _newest_cuda_for(branch: Optional[int], gpus: Sequence[Gpu]) -> Tuple[Tuple[int, int], str]:
+    """The toolkit to suggest, and why: the branch's max CUDA, capped at 12.x for pre-Turing GPUs."""
+    branch_max = DRIVER_BRANCH_MAX_CUDA.get(branch) if branch is not None else None
+    if branch_max is None:
+        return DEFAULT_CUDA_TOOLKIT, "the toolkit's default"
+    if gpus_below(gpus, TURING) and branch_max > NEWEST_CUDA_FOR_VOLTA:
+        return NEWEST_CUDA_FOR_VOLTA, "the newest CUDA 12, which the %d branch runs" % branch
+    return branch_max, "the newest the %d branch runs" % branch
+
+
+def _branch_for_cuda(toolkit: Tuple[int, int]) -> Optional[int]:
+    """The oldest known branch that runs this toolkit."""
+    for branch in sorted(DRIVER_BRANCH_MAX_CUDA):
+        if DRIVER_BRANCH_MAX_CUDA[branch] >= toolkit:
+            return branch
+    return None
+
+
+# ---------------------------------------------------------------------------
+# Rules: each returns the refusals for one variable (an empty list = fine)
+# ---------------------------------------------------------------------------
+
+
+def check_system(request: StackRequest) -> List[Refusal]:
+    """Ubuntu 22.04 / 24.04 and Debian 12 only: the CUDA repo paths that exist.
+
+    Source: VOLTA_FACTS.md, Driver branches (NVIDIA CUDA apt repo URLs).
+    Ubuntu compares major.minor ("22.04"), Debian its major ("12.7" -> "12").
+    """
+    distribution = request.distribution or ""
+    version = str(request.distribution_version or "")
+    parts = version.split(".")
+    release = parts[0] if distribution == "Debian" else ".".join(parts[:2])
+    if (distribution, release) in SUPPORTED_SYSTEMS:
+        return []
+    return [Refusal(
+        variable="ansible_distribution",
+        value=("%s %s" % (distribution, version)).strip(),
+        reason="is not a supported system: NVIDIA's CUDA repository and the driver packages this "
+               "toolkit installs are published for Ubuntu 22.04, Ubuntu 24.04 and Debian 12 only",
+        fix="Use Ubuntu 22.04, Ubuntu 24.04 or Debian 12",
+        source=SOURCE_SYSTEMS,
+    )]
+
+
+def check_gpu_present(request: StackRequest, gpus: Sequence[Gpu]) -> List[Refusal]:
+    """A GPU host must show a GPU; GPU-less hosts (CI, demo) opt out.
+
+    Source: DESIGN.md, Public variables (preflight_require_gpu).
+    """
+    if gpus or not request.require_gpu:
+        return []
+    return [Refusal(
+        variable="preflight_require_gpu",
+        value="true",
+        reason="but no NVIDIA GPU was found on the PCI bus (no device with vendor id 10de)",
+        fix="Check that the card is seated and powered (PCIe power cables) and that "
+            "`lspci -nn | grep -i 10de` lists it; on a host without a GPU set preflight_require_gpu=false",
+        source=SOURCE_GPU_REQUIRED,
+    )]
+
+
+def check_driver_branch(request: StackRequest, gpus: Sequence[Gpu]) -> List[Refusal]:
+    """Branches 535/550/570/575/580 are known; 590+ only without pre-Turing GPUs.
+
+    Source: VOLTA_FACTS.md, Driver branches (580 is the last Volta branch; 590+
+    ignores the GPU, "supported through the NVIDIA 580.xx Legacy drivers").
+    """
+    value = str(request.nvidia_driver_branch if request.nvidia_driver_branch is not None else "")
+    known = ", ".join(str(branch) for branch in sorted(DRIVER_BRANCH_MAX_CUDA))
+    fix = "Use %d (or one of %s)" % (DEFAULT_DRIVER_BRANCH, known)
+    branch = _parse_branch(value)
+    if branch is None:
+        return [Refusal("nvidia_driver_branch", value,
+                        "is not a driver branch number (e.g. 550)", fix, SOURCE_BRANCHES)]
+    if branch >= FIRST_BRANCH_WITHOUT_VOLTA:
+        old = gpus_below(gpus, TURING)
+        if not old:
+            return []
+        return [Refusal(
+            "nvidia_driver_branch", value,
+            "cannot drive %s: the driver ignores Volta GPUs (and older): they are \"supported through "
+            "the NVIDIA 580.xx Legacy drivers\"" % describe_gpu(old[0]),
+            "Use 580 (the last branch for Volta) or %d" % DEFAULT_DRIVER_BRANCH,
+            SOURCE_BRANCHES,
+        )]
+    if branch in DRIVER_BRANCH_MAX_CUDA:
+        return []
+    return [Refusal(
+        "nvidia_driver_branch", value,
+        "is not a branch this toolkit installs (it knows %s, and %d+ for Turing and newer GPUs)"
+        % (known, FIRST_BRANCH_WITHOUT_VOLTA),
+        fix, SOURCE_BRANCHES,
+    )]
+
+
+def check_driver_flavor(request: StackRequest, gpus: Sequence[Gpu]) -> List[Refusal]:
+    """The open kernel modules need GSP, which only Turing (7.5) and newer have.
+
+    Source: VOLTA_FACTS.md, Driver branches (open GPU kernel modules need GSP;
+    the module refuses a V100: "does not include the required GPU System
+    Processor (GSP)").
+    """
+    flavor = str(request.nvidia_driver_flavor or "")
+    if flavor not in DRIVER_FLAVORS:
+        return [Refusal("nvidia_driver_flavor", flavor,
+                        'is not a driver flavour (expected "proprietary" or "open")',
+                        "Use proprietary", SOURCE_OPEN_MODULES)]
+    old = gpus_below(gpus, TURING) if flavor == "open" else []
+    if not old:
+        return []
+    return [Refusal(
+        "nvidia_driver_flavor", flavor,
+        "cannot drive %s: the open kernel modules need the GPU System Processor (GSP), which only "
+        "Turing (7.5) and newer GPUs have; the module refuses the card (\"does not include the "
+        "required GPU System Processor (GSP)\")" % describe_gpu(old[0]),
+        "Use proprietary", SOURCE_OPEN_MODULES,
+    )]
+
+
+def check_cuda_toolkit(request: StackRequest, gpus: Sequence[Gpu]) -> List[Refusal]:
+    """12.x or 13.x; 13.x needs every GPU at cc >= 7.5; never newer than the driver runs.
+
+    Sources: VOLTA_FACTS.md, CUDA toolkit (CUDA 13.0 removed sm_70; a toolkit
+    newer than the driver's max CUDA fails at run time) and Driver branches
+    (max CUDA per branch). One refusal at most: the first problem found.
+    """
+    value = str(request.cuda_toolkit_version or "")
+    branch = _parse_branch(request.nvidia_driver_branch)
+    suggestion, why = _newest_cuda_for(branch, gpus)
+    fix = "Use %s (%s)" % (format_major_minor(suggestion), why)
+    match = _CUDA_VERSION.match(value.strip())
+    if match is None:
+        return [Refusal("cuda_toolkit_version", value,
+                        "is not a CUDA toolkit version of the form 12.x or 13.x", fix, SOURCE_CUDA)]
+    toolkit = (int(match.group(1)), int(match.group(2)))
+    if toolkit[0] not in CUDA_TOOLKIT_MAJORS:
+        return [Refusal("cuda_toolkit_version", value,
+                        "is not a CUDA 12.x or 13.x toolkit, the ones this toolkit installs", fix, SOURCE_CUDA)]
+    old = gpus_below(gpus, TURING)
+    if toolkit[0] >= 13 and old:
+        return [Refusal(
+            "cuda_toolkit_version", value,
+            "cannot build for %s: CUDA 13 removed sm_70 (\"nvcc fatal : Unsupported gpu architecture "
+            "'sm_70'\")" % describe_gpu(old[0]),
+            fix, SOURCE_CUDA,
+        )]
+    branch_max = DRIVER_BRANCH_MAX_CUDA.get(branch) if branch is not None else None
+    if branch_max is None or toolkit <= branch_max:
+        return []
+    needed = _branch_for_cuda(toolkit)
+    alternative = "nvidia_driver_branch=%d" % needed if needed else "a driver branch that runs CUDA %s" % value
+    return [Refusal(
+        "cuda_toolkit_version", value,
+        "is newer than the %d driver branch runs (CUDA %s at most): its binaries fail with \"CUDA "
+        "driver version is insufficient for CUDA runtime version\"" % (branch, format_major_minor(branch_max)),
+        "%s, or %s" % (fix, alternative), SOURCE_CUDA_DRIVER,
+    )]
+
+
+def parse_cuda_architectures(value: str) -> List[str]:
+    """"70;80" / "70,80" / " 70-real " -> ["70", "80"] etc.; ValueError when malformed.
+
+    Accepts CMake's CUDA_ARCHITECTURES forms: numbers with an optional a/f
+    suffix and -real/-virtual, or one of the special values on its own.
+    """
+    entries = [entry.strip() for entry in re.split(r"[;,]", value or "")]
+    entries = [entry for entry in entries if entry]
+    if not entries:
+        raise ValueError("no architectures listed")
+    if any(entry in CMAKE_SPECIAL_ARCHITECTURES for entry in entries):
+        if len(entries) > 1:
+            raise ValueError("%s must be used on its own" % "/".join(CMAKE_SPECIAL_ARCHITECTURES))
+        return entries
+    bad = [entry for entry in entries if not _ARCH_ENTRY.match(entry)]
+    if bad:
+        raise ValueError("%s is not a CUDA architecture (e.g. 70, 70-real, 80)" % ", ".join(bad))
+    return entries
+
+
+def _architecture(entry: str) -> Tuple[Capability, str, str]:
+    """"70-real" -> ((7, 0), "", "real"); a plain "70" is kind "both" (SASS and PTX)."""
+    match = _ARCH_ENTRY.match(entry)
+    if match is None:
+        raise ValueError("%s is not a CUDA architecture" % entry)
+    number = int(match.group("number"))
+    return (number // 10, number % 10), match.group("suffix"), match.group("kind") or "both"
+
+
+def _runs_machine_code(entry: str, gpu_capability: Capability) -> bool:
+    """SASS for X.y runs on X.z with z >= y; an "a" (arch-specific) build only on X.y itself."""
+    capability, suffix, kind = _architecture(entry)
+    if kind == "virtual" or capability[0] != gpu_capability[0]:
+        return False
+    return capability == gpu_capability if suffix == "a" else capability[1] <= gpu_capability[1]
+
+
+def _has_machine_code(entries: Sequence[str], gpu_capability: Optional[Capability]) -> bool:
+    """True when some entry runs on the GPU, or when the GPU's capability is unknown."""
+    if gpu_capability is None:
+        return True
+    return any(_runs_machine_code(entry, gpu_capability) for entry in entries)
+
+
+def derive_cuda_architectures(gpus: Sequence[Gpu]) -> str:
+    """"70" for V100s, "70;89" for a V100 + RTX 4090: sorted, de-duplicated, CMake list.
+
+    GPUs with an unknown compute capability are left out (check_llama_cpp_architectures
+    refuses to derive a list when there are any).
+    """
+    numbers = sorted({cc[0] * 10 + cc[1] for cc in (compute_capability(gpu) for gpu in gpus) if cc})
+    return ";".join(str(number) for number in numbers)
+
+
+def resolve_cuda_architectures(request: StackRequest, gpus: Sequence[Gpu]) -> str:
+    """The list llama.cpp will be built with: derived when the variable is "", else normalised
+    ("70, 80" -> "70;80"). A malformed value comes back as given (and is refused by the check)."""
+    if not (request.llama_cpp_cuda_architectures or "").strip():
+        return derive_cuda_architectures(gpus)
+    try:
+        return ";".join(parse_cuda_architectures(request.llama_cpp_cuda_architectures))
+    except ValueError:
+        return request.llama_cpp_cuda_architectures
+
+
+def check_llama_cpp_architectures(request: StackRequest, gpus: Sequence[Gpu]) -> List[Refusal]:
+    """Every GPU needs machine code (SASS) it can run, and the toolkit must build it.
+
+    Sources: VOLTA_FACTS.md, CUDA toolkit ("Ship sm_70 machine code (not PTX
+    only)"; CUDA 13 cannot target sm_70) and llama.cpp (GGML_NATIVE builds for
+    the GPU present at build time, so "native" needs a GPU there).
+    """
+    variable = "llama_cpp_cuda_architectures"
+    value = request.llama_cpp_cuda_architectures or ""
+    derived = derive_cuda_architectures(gpus)
+    use_derived = "Use %s (or leave it empty to derive it from the detected GPUs)" % derived if derived else \
+        "Use 70 for V100 GPUs"
+    if not value.strip():
+        unknown = [gpu for gpu in gpus if compute_capability(gpu) is None]
+        if not unknown:
+            return []
+        return [Refusal(
+            variable, value,
+            "cannot be derived: %s has no known compute capability" % describe_gpu(unknown[0]),
+            "Set llama_cpp_cuda_architectures explicitly (e.g. 70 for a V100)", SOURCE_MACHINE_CODE,
+        )]
+    try:
+        entries = parse_cuda_architectures(value)
+    except ValueError as error:
+        return [Refusal(variable, value, "is not a CMake CUDA architecture list: %s" % error,
+                        use_derived, SOURCE_MACHINE_CODE)]
+    if entries[0] in CMAKE_SPECIAL_ARCHITECTURES:
+        if entries[0] == "native" and not gpus:
+            return [Refusal(variable, value,
+                            "builds for the GPU present at build time, and this host has none",
+                            "Set the list explicitly (70 for a V100) to build without the GPU",
+                            SOURCE_LLAMA_CPP)]
+        return []
+    refusals = []
+    # One refusal names the first GPU left without machine code; the fix covers them all.
+    stranded = next((gpu for gpu in gpus if not _has_machine_code(entries, compute_capability(gpu))), None)
+    if stranded is not None:
+        capability = compute_capability(stranded)
+        ptx_only = any(_architecture(entry)[0] <= capability for entry in entries)
+        reason = ("gives %s only PTX, no machine code for it: PTX newer than the driver cannot be "
+                  "JIT-compiled" if ptx_only else
+                  "has no machine code that %s can run (SASS runs only on the same major "
+                  "architecture at an equal or newer minor)") % describe_gpu(stranded)
+        refusals.append(Refusal(variable, value, reason, use_derived, SOURCE_MACHINE_CODE))
+    toolkit = parse_major_minor(request.cuda_toolkit_version)
+    pre_turing = [entry for entry in entries if _architecture(entry)[0] < TURING]
+    if toolkit and toolkit[0] >= 13 and pre_turing:
+        refusals.append(Refusal(
+            variable, value,
+            "cannot be built with cuda_toolkit_version=%s: CUDA 13 removed sm_70 and older "
+            "(\"nvcc fatal : Unsupported gpu architecture\")" % request.cuda_toolkit_version,
+            "Use cuda_toolkit_version 12.x, or drop %s from the list" % ", ".join(pre_turing),
+            SOURCE_CUDA,
+        ))
+    return refusals
+
+
+def check_vllm_version(request: StackRequest, gpus: Sequence[Gpu]) -> List[Refusal]:
+    """Well-formed; < 0.20.0 on pre-Turing GPUs; Qwen3 needs 0.8.4; Python within the wheels' range.
+
+    Source: VOLTA_FACTS.md, vLLM (version table: Python ranges, 0.8.4 first
+    with Qwen3 / Qwen3-MoE, 0.19.1 the last Volta release).
+    """
+    value = str(request.vllm_version or "")
+    version = parse_version(value)
+    if version is None:
+        return [Refusal("vllm_version", value,
+                        "is not a vLLM release version (e.g. 0.5.4 or 0.5.3.post1)",
+                        "Use %s" % DEFAULT_VLLM_VERSION, SOURCE_VLLM_VERSIONS)]
+    refusals = []
+    old = gpus_below(gpus, TURING)
+    if version >= FIRST_VLLM_WITHOUT_VOLTA and old:
+        refusals.append(Refusal(
+            "vllm_version", value,
+            "cannot run on %s: vLLM 0.20.0 and newer need compute capability 7.5" % describe_gpu(old[0]),
+            "Use %s (the last release for Volta) or %s" % (LAST_VLLM_FOR_VOLTA, DEFAULT_VLLM_VERSION),
+            SOURCE_VLLM_VERSIONS,
+        ))
+    architecture = request.vllm_model_architecture or ""
+    if architecture in QWEN3_ARCHITECTURES and version < FIRST_VLLM_WITH_QWEN3:
+        volta_note = " (%s is the last for Volta)" % LAST_VLLM_FOR_VOLTA if old else ""
+        refusals.append(Refusal(
+            "vllm_version", value,
+            "cannot load %s models: Qwen3 and Qwen3-MoE arrived in vLLM %s"
+            % (architecture, format_version(FIRST_VLLM_WITH_QWEN3)),
+            "Use %s or newer%s" % (format_version(FIRST_VLLM_WITH_QWEN3), volta_note),
+            SOURCE_VLLM_VERSIONS,
+        ))
+    refusals.extend(_check_vllm_python(value, version, request.python_version))
+    return refusals
+
+
+def _check_vllm_python(value: str, version: Version, python_text: str) -> List[Refusal]:
+    """The target's Python must be one the release published wheels for (known rows only)."""
+    python = parse_major_minor(python_text)
+    row = next((row for row in VLLM_PYTHON_RANGES if row.first <= version < row.before), None)
+    if python is None or row is None or row.oldest <= python <= row.newest:
+        return []
+    fitting = [candidate for candidate in VLLM_PYTHON_RANGES if candidate.oldest <= python <= candidate.newest]
+    if fitting:
+        best = fitting[-1]
+        fix = "Use %s (wheels for Python %s-%s)" % (
+            format_version(best.first), format_major_minor(best.oldest), format_major_minor(best.newest))
+    else:
+        fix = "Run vLLM %s from a Python %s-%s venv" % (
+            value, format_major_minor(row.oldest), format_major_minor(row.newest))
+    return [Refusal(
+        "vllm_version", value,
+        "has no wheels for Python %s (vLLM %s supports Python %s-%s)" % (
+            format_major_minor(python), row.label, format_major_minor(row.oldest), format_major_minor(row.newest)),
+        fix, row.source,
+    )]
+
+
+def check_vllm_quantization(request: StackRequest, gpus: Sequence[Gpu]) -> List[Refusal]:
+    """A known method whose kernels the lowest GPU runs; gguf only from vLLM 0.5.5.
+
+    Source: VOLTA_FACTS.md, vLLM ("Quantization minimum cc in 0.5.x"; vLLM's
+    error: "The quantization method awq is not supported for the current GPU.
+    Minimum capability: 75. Current capability: 70.").
+    """
+    method = request.vllm_quantization or ""
+    if not method:
+        return []
+    minimum = VLLM_QUANTIZATION_MIN_CAPABILITY.get(method)
+    if minimum is None:
+        return [Refusal(
+            "vllm_quantization", method,
+            "is not a quantization method this toolkit knows for vLLM (known: %s)"
+            % ", ".join(sorted(VLLM_QUANTIZATION_MIN_CAPABILITY)),
+            'Use %s with a GPTQ checkpoint, or "" for an unquantized model' % FALLBACK_QUANTIZATION,
+            SOURCE_VLLM_QUANTIZATION,
+        )]
+    refusals = []
+    required = (minimum // 10, minimum % 10)
+    old = gpus_below(gpus, required)
+    if old:
+        refusals.append(Refusal(
+            "vllm_quantization", method,
+            "is not supported on %s: vLLM's %s kernels need compute capability %s (\"Minimum capability: "
+            "%d. Current capability: %s.\")" % (
+                describe_gpu(old[0]), method, format_major_minor(required), minimum,
+                "%d%d" % compute_capability(old[0])),
+            _quantization_fix(gpus), SOURCE_VLLM_QUANTIZATION,
+        ))
+    version = parse_version(request.vllm_version)
+    if method == "gguf" and version is not None and version < FIRST_VLLM_WITH_GGUF:
+        first_gguf = format_version(FIRST_VLLM_WITH_GGUF)
+        refusals.append(Refusal(
+            "vllm_quantization", method,
+            "needs vLLM %s or newer (vllm_version is %s)" % (first_gguf, request.vllm_version),
+            "Use vllm_version=%s, or %s with a GPTQ checkpoint" % (first_gguf, FALLBACK_QUANTIZATION),
+            SOURCE_VLLM_QUANTIZATION,
+        ))
+    return refusals
+
+
+def _quantization_fix(gpus: Sequence[Gpu]) -> str:
+    lowest = min_compute_capability(gpus)
+    gptq_minimum = VLLM_QUANTIZATION_MIN_CAPABILITY[FALLBACK_QUANTIZATION]
+    if lowest is None or lowest[0] * 10 + lowest[1] >= gptq_minimum:
+        return "Use %s (minimum compute capability %d.%d) with a GPTQ checkpoint of the model" % (
+            FALLBACK_QUANTIZATION, gptq_minimum // 10, gptq_minimum % 10)
+    return 'Use "" (an unquantized model)'
+
+
+def check_vllm_dtype(request: StackRequest, gpus: Sequence[Gpu]) -> List[Refusal]:
+    """bfloat16 needs cc 8.0; `auto` on older GPUs only with a known fp16/fp32 checkpoint.
+
+    Source: VOLTA_FACTS.md, vLLM (dtype: "Bfloat16 is only supported on GPUs
+    with compute capability of at least 8.0"; a bf16 checkpoint under --dtype
+    auto fails on V100; "Always pass --dtype half on cc < 8.0").
+    """
+    dtype = str(request.vllm_dtype or "")
+    if dtype not in VLLM_DTYPES:
+        return [Refusal("vllm_dtype", dtype, "is not a vLLM dtype (expected one of %s)" % ", ".join(VLLM_DTYPES),
+                        "Use half", SOURCE_VLLM_DTYPE)]
+    old = gpus_below(gpus, AMPERE)
+    if not old:
+        return []
+    bf16_error = "\"Bfloat16 is only supported on GPUs with compute capability of at least 8.0\""
+    if dtype == "bfloat16":
+        return [Refusal("vllm_dtype", dtype, "cannot run on %s: %s" % (describe_gpu(old[0]), bf16_error),
+                        "Use half", SOURCE_VLLM_DTYPE)]
+    model_dtype = request.vllm_model_dtype or ""
+    if dtype == "auto" and model_dtype not in DTYPES_SAFE_UNDER_AUTO:
+        checkpoint = "the checkpoint is %s" % model_dtype if model_dtype else "the checkpoint's dtype is not known"
+        return [Refusal(
+            "vllm_dtype", dtype,
+            "keeps the checkpoint's dtype and %s; a bfloat16 checkpoint fails on %s: %s"
+            % (checkpoint, describe_gpu(old[0]), bf16_error),
+            "Use half", SOURCE_VLLM_DTYPE,
+        )]
+    return []
+
+
+def check_stack(request: StackRequest, gpus: Sequence[Gpu]) -> List[Refusal]:
+    """Every rule, in the order a reader fixes them: system, GPU, driver, CUDA, llama.cpp, vLLM."""
+    refusals = check_system(request)
+    refusals += check_gpu_present(request, gpus)
+    refusals += check_driver_branch(request, gpus)
+    refusals += check_driver_flavor(request, gpus)
+    refusals += check_cuda_toolkit(request, gpus)
+    refusals += check_llama_cpp_architectures(request, gpus)
+    if request.vllm_enabled:
+        refusals += check_vllm_version(request, gpus)
+        refusals += check_vllm_quantization(request, gpus)
+        refusals += check_vllm_dtype(request, gpus)
+    return refusals

@@ -1,0 +1,473 @@
+#!/usr/bin/python
+"""Ansible module: refuse a driver/CUDA/llama.cpp/vLLM combination the GPUs cannot run."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: nvidia_stack_check
+short_description: Check the requested NVIDIA driver, CUDA, llama.cpp and vLLM settings against the GPUs
+description:
+  - Runs the toolkit's compatibility rules (plugins/module_utils/stack_rules.py, each citing
+    docs/VOLTA_FACTS.md) over the GPU facts from M(nvidia_gpu_facts) and the requested public
+    variables, sizes the memory plans, and collects host-readiness warnings.
+  - Fails, listing every refusal with the variable, its value, the reason, what to use instead and
+    the rule's source, when any rule refuses. Nothing on the host is changed either way.
+  - Warnings (missing kernel headers, Secure Boot, nouveau, low disk, narrow PCIe link, small BAR1,
+    throttling, GPUs missing from the catalogue) never fail the task.
+version_added: "1.0.0"
+options:
+  gpus:
+    description: The GPU facts, C(ansible_facts.nvidia_gpus) from M(nvidia_gpu_facts).
+    type: list
+    elements: dict
+    default: []
+  require_gpu:
+    description: The public variable C(preflight_require_gpu). When true, a host without an NVIDIA GPU is refused.
+    type: bool
+    default: true
+  distribution:
+    description: C(ansible_facts.distribution), e.g. C(Ubuntu) or C(Debian).
+    type: str
+    required: true
+  distribution_version:
+    description: C(ansible_facts.distribution_version), e.g. C(24.04) or C(12.7) (Debian compares its major).
+    type: str
+    required: true
+  python_version:
+    description:
+      - The Python that will run vLLM, e.g. C(3.12.3); checked against the vLLM release's wheels.
+      - Defaults to the interpreter running this module on the target.
+    type: str
+  nvidia_driver_branch:
+    description: The public variable C(nvidia_driver_branch).
+    type: str
+    default: "550"
+  nvidia_driver_flavor:
+    description: The public variable C(nvidia_driver_flavor), C(proprietary) or C(open).
+    type: str
+    default: proprietary
+  cuda_toolkit_version:
+    description: The public variable C(cuda_toolkit_version), C(12.x) or C(13.x).
+    type: str
+    default: "12.4"
+  llama_cpp_cuda_architectures:
+    description:
+      - The public variable C(llama_cpp_cuda_architectures), a CMake list (C(70), C(70;80), C(70-real); commas
+        are accepted) or C(native), C(all), C(all-major).
+      - Empty derives the list from the GPUs' compute capabilities.
+    type: str
+    default: ""
+  vllm_enabled:
+    description: The public variable C(vllm_enabled). When false the vLLM rules are skipped.
+    type: bool
+    default: true
+  vllm_version:
+    description: The public variable C(vllm_version).
+    type: str
+    default: "0.5.4"
+  vllm_quantization:
+    description: The public variable C(vllm_quantization); empty or null for an unquantized model.
+    type: str
+    default: gptq
+  vllm_dtype:
+    description: The public variable C(vllm_dtype).
+    type: str
+    default: half
+  vllm_model_architecture:
+    description: The public variable C(vllm_model_architecture), C(architectures[0]) of the model's config.json.
+    type: str
+    default: ""
+  vllm_model_dtype:
+    description:
+      - C(torch_dtype) of the model's config.json, when known. With O(vllm_dtype=auto) on a GPU below compute
+        capability 8.0 only a C(float16) or C(float32) checkpoint is accepted.
+    type: str
+    default: ""
+  host:
+    description:
+      - Host state for the readiness warnings; a missing or null key is not checked.
+    type: dict
+    default: {}
+    suboptions:
+      kernel_headers_present:
+        description: Whether headers for the running kernel are installed.
+        type: bool
+      secure_boot:
+        description: Whether Secure Boot is enforcing.
+        type: bool
+      nouveau_loaded:
+        description: Whether the nouveau module is loaded.
+        type: bool
+      disk_free_mib:
+        description: Free disk space where the toolkit installs, in MiB.
+        type: int
+  disk_required_mib:
+    description: Disk space the run needs, in MiB; 0 skips the disk warning.
+    type: int
+    default: 0
+  memory_plans:
+    description:
+      - llama.cpp instances to size. Per GPU the plan adds weights, KV cache
+        (2 x layers x kv_heads x head_dim x context_per_slot x slots x bytes per element),
+        compute buffer, overhead and a safety margin, and a plan that does not fit is refused
+        with the settings that would make it fit.
+      - The model's shape comes from O(memory_plans[].gguf_path) or from explicit
+        O(memory_plans[].layers), O(memory_plans[].kv_heads), O(memory_plans[].head_dim) and
+        O(memory_plans[].weights_mib).
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      name:
+        description: A label for messages.
+        type: str
+        required: true
+      gguf_path:
+        description:
+          - A GGUF file on the target. Its header gives the shape and its size the weights.
+          - A file that does not exist yet (the models stage has not run) skips the plan with a warning.
+        type: path
+      layers:
+        description: Transformer blocks.
+        type: int
+      kv_heads:
+        description: Key/value heads (GQA), not attention heads.
+        type: int
+      head_dim:
+        description: Dimension of one head.
+        type: int
+      weights_mib:
+        description: Size of the weights in GPU memory, in MiB.
+        type: int
+      context_per_slot:
+        description: Tokens of KV cache per parallel slot.
+        type: int
+        required: true
+      slots:
+        description: Parallel slots (sequences).
+        type: int
+        default: 1
+      kv_cache_type:
+        description: KV cache element type (llama.cpp C(-ctk)/C(-ctv)).
+        type: str
+        default: f16
+        choices: [f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl]
+      gpu_count:
+        description: GPUs the layers are split across.
+        type: int
+        default: 1
+      gpu_memory_mib:
+        description: Memory of one GPU in MiB. Defaults to the smallest C(memory_total_mib) among O(gpus).
+        type: int
+      compute_buffer_mib:
+        description:
+          - llama.cpp's compute buffer per GPU. Defaults to an estimate from the GGUF shape (logits and one
+            layer's activations for one micro-batch), or 512 MiB for explicit shapes.
+        type: int
+      flash_attention:
+        description: Whether llama.cpp runs with flash attention; without it the compute buffer grows with context.
+        type: bool
+        default: true
+      ubatch:
+        description: llama.cpp's micro-batch (C(-ub)), for the compute-buffer estimate.
+        type: int
+        default: 512
+      overhead_mib:
+        description: Per-GPU CUDA context, cuBLAS workspace and memory pool.
+        type: int
+        default: 600
+      safety_margin_mib:
+        description: Per-GPU memory kept free (driver reservation, fragmentation).
+        type: int
+        default: 512
+attributes:
+  check_mode:
+    support: full
+notes:
+  - Read-only. The only file it reads is O(memory_plans[].gguf_path) (header and size only).
+author:
+  - V100 LLM host toolkit
+"""
+
+EXAMPLES = r"""
+- name: Read the GPUs
+  nvidia_gpu_facts:
+
+- name: Refuse a stack the GPUs cannot run, before anything is installed
+  nvidia_stack_check:
+    gpus: "{{ ansible_facts.nvidia_gpus }}"
+    require_gpu: "{{ preflight_require_gpu }}"
+    distribution: "{{ ansible_facts.distribution }}"
+    distribution_version: "{{ ansible_facts.distribution_version }}"
+    python_version: "{{ ansible_facts.python_version }}"
+    nvidia_driver_branch: "{{ nvidia_driver_branch }}"
+    nvidia_driver_flavor: "{{ nvidia_driver_flavor }}"
+    cuda_toolkit_version: "{{ cuda_toolkit_version }}"
+    llama_cpp_cuda_architectures: "{{ llama_cpp_cuda_architectures | default('') }}"
+    vllm_enabled: "{{ vllm_enabled }}"
+    vllm_version: "{{ vllm_version }}"
+    vllm_quantization: "{{ vllm_quantization }}"
+    vllm_dtype: "{{ vllm_dtype }}"
+    vllm_model_architecture: "{{ vllm_model_architecture | default('') }}"
+    host:
+      kernel_headers_present: "{{ preflight_kernel_headers.stat.exists }}"
+      disk_free_mib: "{{ preflight_disk_free_mib }}"
+    disk_required_mib: 20000
+    memory_plans:
+      - name: qwen2.5-coder-32b
+        gguf_path: /srv/models/qwen2.5-coder-32b-instruct-q4_k_m.gguf
+        context_per_slot: 16384
+        slots: 2
+        kv_cache_type: q8_0
+      - name: explicit-shape
+        layers: 64
+        kv_heads: 8
+        head_dim: 128
+        weights_mib: 18932
+        context_per_slot: 8192
+  register: preflight_stack
+
+- name: Build llama.cpp for what the check derived
+  ansible.builtin.debug:
+    msg: "CMAKE_CUDA_ARCHITECTURES={{ preflight_stack.cuda_architectures }}"
+"""
+
+RETURN = r"""
+refusals:
+  description: Every rule that refused, in the order to fix them. Non-empty only in a failed result.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    variable:
+      description: The variable to change (or C(memory_plans) for a plan that does not fit).
+      type: str
+    value:
+      description: Its value (the plan's name for memory plans).
+      type: str
+    reason:
+      description: Why the value cannot work here.
+      type: str
+    fix:
+      description: What to use instead.
+      type: str
+    source:
+      description: Where the rule comes from (a docs/VOLTA_FACTS.md section).
+      type: str
+    message:
+      description: "The one-line form: C(variable=value reason. fix. [source: ...])."
+      type: str
+  sample:
+    - variable: cuda_toolkit_version
+      value: "13.0"
+      reason: "cannot build for Tesla V100-PCIE-32GB (compute capability 7.0): CUDA 13 removed sm_70 (...)"
+      fix: Use 12.4 (the newest the 550 branch runs)
+      source: VOLTA_FACTS.md, CUDA toolkit
+      message: "cuda_toolkit_version=13.0 cannot build for ... Use 12.4 (...). [source: VOLTA_FACTS.md, CUDA toolkit]"
+readiness_warnings:
+  description:
+    - Host and GPU problems worth fixing, each with advice; also emitted as task warnings.
+    - Named so because Ansible reserves a result's C(warnings) key for its own use.
+  returned: always
+  type: list
+  elements: str
+memory_plans:
+  description:
+    - One item per O(memory_plans) entry, in order. A sized plan has every term in MiB per GPU (C(weights_mib),
+      C(kv_cache_mib), C(compute_buffer_mib), C(overhead_mib), C(safety_margin_mib), C(required_mib),
+      C(headroom_mib)), C(fits), C(message) (the arithmetic), C(remedies) and its inputs.
+    - A skipped plan has C(name), C(skipped=true) and C(skip_reason).
+  returned: always
+  type: list
+  elements: dict
+cuda_architectures:
+  description: The CMake CUDA architecture list llama.cpp should be built with, derived or normalised (C(70)).
+  returned: always
+  type: str
+  sample: "70"
+min_compute_capability:
+  description: The lowest known compute capability among the GPUs, or null.
+  returned: always
+  type: str
+  sample: "7.0"
+msg:
+  description:
+    - "On failure: C(Preflight refused this configuration; nothing on the host was changed:), then one line per
+      refusal."
+  returned: failed
+  type: str
+"""
+
+import os
+import platform
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.gguf_metadata import GGUFError, read_gguf_metadata
+from ansible.module_utils.host_readiness import readiness_warnings
+from ansible.module_utils.memory_plan import (
+    DEFAULT_COMPUTE_BUFFER_MIB,
+    MIB,
+    estimate_compute_buffer_mib,
+    plan_memory,
+    shape_from_gguf,
+)
+from ansible.module_utils.stack_rules import (
+    Refusal,
+    StackRequest,
+    check_stack,
+    format_major_minor,
+    min_compute_capability,
+    resolve_cuda_architectures,
+)
+
+REQUEST_OPTIONS = (
+    "nvidia_driver_branch", "nvidia_driver_flavor", "cuda_toolkit_version", "llama_cpp_cuda_architectures",
+    "vllm_enabled", "vllm_version", "vllm_quantization", "vllm_dtype", "vllm_model_architecture",
+    "vllm_model_dtype", "python_version", "distribution", "distribution_version", "require_gpu",
+)
+EXPLICIT_SHAPE = ("layers", "kv_heads", "head_dim", "weights_mib")
+
+MEMORY_PLAN_SPEC = dict(
+    name=dict(type="str", required=True),
+    gguf_path=dict(type="path"),
+    layers=dict(type="int"),
+    kv_heads=dict(type="int"),
+    head_dim=dict(type="int"),
+    weights_mib=dict(type="int"),
+    context_per_slot=dict(type="int", required=True),
+    slots=dict(type="int", default=1),
+    kv_cache_type=dict(type="str", default="f16",
+                       choices=["f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl"]),
+    gpu_count=dict(type="int", default=1),
+    gpu_memory_mib=dict(type="int"),
+    compute_buffer_mib=dict(type="int"),
+    flash_attention=dict(type="bool", default=True),
+    ubatch=dict(type="int", default=512),
+    overhead_mib=dict(type="int", default=600),
+    safety_margin_mib=dict(type="int", default=512),
+)
+
+ARGUMENT_SPEC = dict(
+    gpus=dict(type="list", elements="dict", default=[]),
+    require_gpu=dict(type="bool", default=True),
+    distribution=dict(type="str", required=True),
+    distribution_version=dict(type="str", required=True),
+    python_version=dict(type="str"),
+    nvidia_driver_branch=dict(type="str", default="550"),
+    nvidia_driver_flavor=dict(type="str", default="proprietary"),
+    cuda_toolkit_version=dict(type="str", default="12.4"),
+    llama_cpp_cuda_architectures=dict(type="str", default=""),
+    vllm_enabled=dict(type="bool", default=True),
+    vllm_version=dict(type="str", default="0.5.4"),
+    vllm_quantization=dict(type="str", default="gptq"),
+    vllm_dtype=dict(type="str", default="half"),
+    vllm_model_architecture=dict(type="str", default=""),
+    vllm_model_dtype=dict(type="str", default=""),
+    host=dict(type="dict", default={}, options=dict(
+        kernel_headers_present=dict(type="bool"),
+        secure_boot=dict(type="bool"),
+        nouveau_loaded=dict(type="bool"),
+        disk_free_mib=dict(type="int"),
+    )),
+    disk_required_mib=dict(type="int", default=0),
+    memory_plans=dict(
+        type="list", elements="dict", default=[], options=MEMORY_PLAN_SPEC,
+        required_one_of=[("gguf_path", "layers")],
+        mutually_exclusive=[("gguf_path", "layers"), ("gguf_path", "kv_heads"), ("gguf_path", "head_dim"),
+                            ("gguf_path", "weights_mib")],
+        required_together=[EXPLICIT_SHAPE],
+    ),
+)
+
+
+def smallest_gpu_memory_mib(gpus):
+    sizes = [gpu.get("memory_total_mib") for gpu in gpus if gpu.get("memory_total_mib")]
+    return min(sizes) if sizes else None
+
+
+def size_plan(spec, gpus):
+    """One memory plan -> (result dict, refusal or None, warning or None)."""
+    name = spec["name"]
+    gpu_memory_mib = spec["gpu_memory_mib"] or smallest_gpu_memory_mib(gpus)
+    if not gpu_memory_mib:
+        return skipped(name, "no GPU memory size is known: set gpu_memory_mib")
+    compute_buffer_mib = spec["compute_buffer_mib"]
+    if spec["gguf_path"]:
+        path = spec["gguf_path"]
+        if not os.path.exists(path):
+            return skipped(name, "%s does not exist yet (the models stage fetches it); sized on the next run" % path)
+        try:
+            shape = shape_from_gguf(read_gguf_metadata(path, max_array_items=0))
+        except (GGUFError, ValueError, OSError) as error:
+            return plan_error(name, "cannot read gguf_path %s: %s" % (path, error),
+                              "Check that the file is a complete GGUF model, or give layers, kv_heads, head_dim "
+                              "and weights_mib instead")
+        layers, kv_heads, head_dim = shape.layers, shape.kv_heads, shape.head_dim
+        weights_bytes = os.path.getsize(path)
+        if compute_buffer_mib is None:
+            compute_buffer_mib = estimate_compute_buffer_mib(
+                shape, spec["context_per_slot"], spec["slots"], spec["ubatch"], spec["flash_attention"])
+    else:
+        layers, kv_heads, head_dim = spec["layers"], spec["kv_heads"], spec["head_dim"]
+        weights_bytes = spec["weights_mib"] * MIB
+    try:
+        plan = plan_memory(
+            name, layers=layers, kv_heads=kv_heads, head_dim=head_dim, weights_bytes=weights_bytes,
+            context_per_slot=spec["context_per_slot"], slots=spec["slots"], gpu_memory_mib=gpu_memory_mib,
+            kv_cache_type=spec["kv_cache_type"], gpu_count=spec["gpu_count"],
+            compute_buffer_mib=DEFAULT_COMPUTE_BUFFER_MIB if compute_buffer_mib is None else compute_buffer_mib,
+            overhead_mib=spec["overhead_mib"], safety_margin_mib=spec["safety_margin_mib"])
+    except ValueError as error:
+        return plan_error(name, "cannot be sized: %s" % error, "Correct the plan's numbers")
+    return plan.as_dict(), plan.refusal(), None
+
+
+def skipped(name, reason):
+    return ({"name": name, "skipped": True, "skip_reason": reason}, None,
+            "Memory plan %s skipped: %s." % (name, reason))
+
+
+def plan_error(name, reason, fix):
+    refusal = Refusal("memory_plans", name, reason, fix, "nvidia_stack_check module (memory_plans)")
+    return {"name": name, "skipped": True, "skip_reason": reason}, refusal, None
+
+
+def main():
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    params = dict(module.params)
+    params["python_version"] = params["python_version"] or platform.python_version()
+    gpus = params["gpus"]
+    request = StackRequest(**{option: params[option] for option in REQUEST_OPTIONS})
+
+    refusals = check_stack(request, gpus)
+    warnings = readiness_warnings(gpus, params["host"] or {}, params["disk_required_mib"],
+                                  params["nvidia_driver_branch"])
+    plans = []
+    for spec in params["memory_plans"]:
+        result, refusal, warning = size_plan(spec, gpus)
+        plans.append(result)
+        refusals += [refusal] if refusal else []
+        warnings += [warning] if warning else []
+    for warning in warnings:
+        module.warn(warning)
+
+    lowest = min_compute_capability(gpus)
+    result = dict(
+        changed=False,
+        refusals=[refusal.as_dict() for refusal in refusals],
+        readiness_warnings=warnings,
+        memory_plans=plans,
+        cuda_architectures=resolve_cuda_architectures(request, gpus),
+        min_compute_capability=format_major_minor(lowest) if lowest else None,
+    )
+    if refusals:
+        module.fail_json(
+            msg="Preflight refused this configuration; nothing on the host was changed:\n"
+                + "\n".join("- " + refusal.message() for refusal in refusals),
+            **result)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,208 @@
+"""The nvidia_stack_check module end to end: main() with module args, the JSON it prints."""
+from __future__ import annotations
+
+import json
+
+import nvidia_stack_check
+import pytest
+from ansible.module_utils.common import warnings as ansible_warnings
+from ansible.module_utils.testing import patch_module_args
+from conftest import FIXTURES
+
+SMOLLM2_PREFIX = FIXTURES / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf-metadata-prefix"
+
+
+def gpu(index, name, device, capability, memory_mib):
+    return {
+        "index": index, "name": name, "pci_bus_id": "0000:%02x:00.0" % (index + 1),
+        "pci_device_id": "10de:" + device, "compute_capability": capability, "architecture": None,
+        "memory_total_mib": memory_mib, "memory_bandwidth_gbps": None, "bar1_total_mib": memory_mib,
+        "pcie_link_gen_current": 3, "pcie_link_gen_max": 3, "pcie_link_width_current": 16,
+        "pcie_link_width_max": 16, "persistence_mode": True, "temperature_c": 35, "throttle_reasons": [],
+    }
+
+
+def v100_pcie_32gb(index=0):
+    return gpu(index, "Tesla V100-PCIE-32GB", "1db6", "7.0", 32768)
+
+
+def v100s_pcie_32gb(index=0):
+    return gpu(index, "Tesla V100S-PCIE-32GB", "1df6", "7.0", 32510)
+
+
+def a100(index=0):
+    return gpu(index, "NVIDIA A100-SXM4-80GB", "20b2", "8.0", 81920)
+
+
+def module_args(**changes):
+    args = {"gpus": [v100_pcie_32gb()], "distribution": "Ubuntu", "distribution_version": "22.04",
+            "python_version": "3.10.12"}
+    args.update(changes)
+    return args
+
+
+@pytest.fixture(autouse=True)
+def no_leftover_warnings(monkeypatch):
+    """Ansible keeps module warnings in a process-wide dict; start each run empty."""
+    monkeypatch.setattr(ansible_warnings, "_global_warnings", {})
+
+
+def run(capsys, args):
+    with patch_module_args(args):
+        with pytest.raises(SystemExit) as exit_info:
+            nvidia_stack_check.main()
+    result = json.loads(capsys.readouterr().out)
+    return exit_info.value.code, result
+
+
+def emitted_warnings(result):
+    """ansible-core 2.19 returns module.warn() messages as WarningSummary dicts."""
+    return [warning["event"]["msg"] for warning in result.get("warnings", [])]
+
+
+def test_defaults_on_v100_pass(capsys):
+    code, result = run(capsys, module_args())
+    assert code == 0, result
+    assert result["changed"] is False
+    assert result["refusals"] == []
+    assert result["readiness_warnings"] == []
+    assert result["memory_plans"] == []
+    assert result["cuda_architectures"] == "70"
+    assert result["min_compute_capability"] == "7.0"
+
+
+def test_a_bad_stack_fails_listing_every_refusal(capsys):
+    args = module_args(nvidia_driver_flavor="open", cuda_toolkit_version="13.0", vllm_quantization="awq",
+                       vllm_dtype="bfloat16")
+    code, result = run(capsys, args)
+    assert code == 1
+    assert result["failed"] is True and result["changed"] is False
+    lines = result["msg"].split("\n")
+    assert lines[0] == "Preflight refused this configuration; nothing on the host was changed:"
+    assert [line.split("=")[0] for line in lines[1:]] == [
+        "- nvidia_driver_flavor", "- cuda_toolkit_version", "- vllm_quantization", "- vllm_dtype"]
+    assert lines[2] == (
+        "- cuda_toolkit_version=13.0 cannot build for Tesla V100-PCIE-32GB (compute capability 7.0): CUDA 13 "
+        "removed sm_70 (\"nvcc fatal : Unsupported gpu architecture 'sm_70'\"). Use 12.4 (the newest the 550 "
+        "branch runs). [source: VOLTA_FACTS.md, CUDA toolkit]")
+    first = result["refusals"][0]
+    assert set(first) == {"variable", "value", "reason", "fix", "source", "message"}
+    assert (first["variable"], first["value"], first["fix"]) == ("nvidia_driver_flavor", "open", "Use proprietary")
+
+
+def test_the_same_stack_passes_on_an_a100(capsys):
+    args = module_args(gpus=[a100()], nvidia_driver_branch="580", nvidia_driver_flavor="open",
+                       cuda_toolkit_version="13.0", vllm_quantization="awq", vllm_dtype="bfloat16")
+    code, result = run(capsys, args)
+    assert code == 0, result["msg"] if "msg" in result else result
+    assert result["cuda_architectures"] == "80" and result["min_compute_capability"] == "8.0"
+
+
+def test_gpu_less_host(capsys):
+    code, result = run(capsys, module_args(gpus=[]))
+    assert code == 1
+    assert "- preflight_require_gpu=true but no NVIDIA GPU was found" in result["msg"]
+    code, result = run(capsys, module_args(gpus=[], require_gpu=False))
+    assert code == 0
+    assert result["cuda_architectures"] == "" and result["min_compute_capability"] is None
+
+
+def test_memory_plan_from_a_real_gguf_header(capsys):
+    plan = {"name": "smollm2", "gguf_path": str(SMOLLM2_PREFIX), "context_per_slot": 2048, "slots": 4}
+    code, result = run(capsys, module_args(gpus=[v100_pcie_32gb(0), v100s_pcie_32gb(1)], memory_plans=[plan]))
+    assert code == 0, result
+    [sized] = result["memory_plans"]
+    assert sized["name"] == "smollm2" and sized["fits"] is True
+    assert (sized["layers"], sized["kv_heads"], sized["head_dim"]) == (30, 3, 64)
+    assert sized["weights_bytes"] == SMOLLM2_PREFIX.stat().st_size
+    assert sized["kv_cache_mib"] == 180  # llama.cpp: 180.00 MiB for -c 8192 -np 4
+    assert sized["compute_buffer_mib"] == 98  # estimated from vocab 49152 at -ub 512
+    assert sized["gpu_memory_mib"] == 32510  # the smaller of the two cards
+    assert sized["message"].startswith("smollm2 fits on 1 GPU with ")
+
+
+def test_memory_plan_that_does_not_fit_is_refused_with_remedies(capsys):
+    plan = {"name": "qwen2.5-32b", "layers": 64, "kv_heads": 8, "head_dim": 128, "weights_mib": 18932,
+            "context_per_slot": 32768, "slots": 2, "compute_buffer_mib": 307}
+    code, result = run(capsys, module_args(memory_plans=[plan]))
+    assert code == 1
+    assert result["msg"].startswith("Preflight refused this configuration; nothing on the host was changed:\n"
+                                    "- memory_plans=qwen2.5-32b does not fit: needs 36735 MiB per GPU")
+    assert "Lower context_per_slot to 24832 (from 32768)" in result["msg"]
+    assert result["memory_plans"][0]["fits"] is False
+    assert result["refusals"][0]["variable"] == "memory_plans"
+
+
+def test_gguf_not_downloaded_yet_skips_the_plan_with_a_warning(capsys, tmp_path):
+    missing = tmp_path / "model.gguf"
+    plan = {"name": "later", "gguf_path": str(missing), "context_per_slot": 4096}
+    code, result = run(capsys, module_args(memory_plans=[plan]))
+    assert code == 0
+    assert result["memory_plans"] == [{"name": "later", "skipped": True, "skip_reason":
+                                       "%s does not exist yet (the models stage fetches it); sized on the next "
+                                       "run" % missing}]
+    assert result["readiness_warnings"] == ["Memory plan later skipped: %s does not exist yet (the models stage "
+                                            "fetches it); sized on the next run." % missing]
+    assert emitted_warnings(result) == result["readiness_warnings"]
+
+
+def test_a_file_that_is_not_gguf_is_refused(capsys):
+    plan = {"name": "broken", "gguf_path": str(FIXTURES / "models" / "SOURCES.md"), "context_per_slot": 4096}
+    code, result = run(capsys, module_args(memory_plans=[plan]))
+    assert code == 1
+    assert "- memory_plans=broken cannot read gguf_path" in result["msg"]
+    assert "not a GGUF file" in result["msg"]
+    assert "give layers, kv_heads, head_dim and weights_mib instead" in result["msg"]
+
+
+def test_unknown_gpu_memory_skips_the_plan(capsys):
+    plan = {"name": "p", "layers": 2, "kv_heads": 1, "head_dim": 64, "weights_mib": 10, "context_per_slot": 256}
+    code, result = run(capsys, module_args(gpus=[], require_gpu=False, memory_plans=[plan]))
+    assert code == 0
+    assert result["memory_plans"][0]["skip_reason"] == "no GPU memory size is known: set gpu_memory_mib"
+    plan["gpu_memory_mib"] = 16384
+    code, result = run(capsys, module_args(gpus=[], require_gpu=False, memory_plans=[plan]))
+    assert result["memory_plans"][0]["fits"] is True
+
+
+def test_invalid_plan_numbers_are_refused(capsys):
+    plan = {"name": "zero", "layers": 0, "kv_heads": 1, "head_dim": 64, "weights_mib": 10, "context_per_slot": 256}
+    code, result = run(capsys, module_args(memory_plans=[plan]))
+    assert code == 1
+    assert "- memory_plans=zero cannot be sized: layers must be a positive whole number (got 0)" in result["msg"]
+
+
+@pytest.mark.parametrize("plan, complaint", [
+    ({"name": "x", "gguf_path": "/m.gguf", "layers": 2, "context_per_slot": 1}, "mutually exclusive"),
+    ({"name": "x", "layers": 2, "context_per_slot": 1}, "required together"),
+    ({"name": "x", "context_per_slot": 1}, "one of the following is required"),
+])
+def test_plan_shape_options_are_validated(capsys, plan, complaint):
+    code, result = run(capsys, module_args(memory_plans=[plan]))
+    assert code == 1 and complaint in result["msg"]
+
+
+def test_readiness_warnings_are_returned_and_emitted(capsys):
+    host = {"secure_boot": True, "kernel_headers_present": False, "disk_free_mib": 1000}
+    code, result = run(capsys, module_args(host=host, disk_required_mib=20000, nvidia_driver_branch="535",
+                                           cuda_toolkit_version="12.2"))
+    assert code == 0
+    warnings = result["readiness_warnings"]
+    assert len(warnings) == 3
+    assert "linux-modules-nvidia-535-server-<flavour>" in warnings[1]
+    assert emitted_warnings(result) == warnings
+
+
+def test_check_mode_reports_the_same(capsys):
+    code, result = run(capsys, module_args(_ansible_check_mode=True, llama_cpp_cuda_architectures="70,80",
+                                           gpus=[a100(0), v100_pcie_32gb(1)]))
+    assert code == 0 and result["changed"] is False
+    assert result["cuda_architectures"] == "70;80"
+
+
+def test_python_version_defaults_to_the_module_interpreter(capsys):
+    args = module_args(vllm_version="0.5.3")
+    del args["python_version"]
+    code, result = run(capsys, args)
+    # This test runs on Python 3.11, which vLLM 0.5.3 supports.
+    assert code == 0, result

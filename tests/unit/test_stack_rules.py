@@ -1,0 +1,512 @@
+"""stack_rules: every rule passes on a GPU that allows the value and refuses it on a V100.
+
+GPU dicts carry real values (name as nvidia-smi prints it, PCI id, compute
+capability, memory) in the shape nvidia_gpu_facts returns.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from ansible.module_utils.stack_rules import (
+    Refusal,
+    StackRequest,
+    check_stack,
+    derive_cuda_architectures,
+    min_compute_capability,
+    parse_cuda_architectures,
+    parse_version,
+    resolve_cuda_architectures,
+)
+
+
+def gpu(index, name, device, capability, memory_mib):
+    return {
+        "index": index, "name": name, "pci_bus_id": "0000:%02x:00.0" % (index + 1),
+        "pci_device_id": "10de:" + device, "compute_capability": capability, "architecture": None,
+        "memory_total_mib": memory_mib, "memory_bandwidth_gbps": None, "bar1_total_mib": None,
+        "pcie_link_gen_current": None, "pcie_link_gen_max": None, "pcie_link_width_current": None,
+        "pcie_link_width_max": None, "persistence_mode": None, "temperature_c": None, "throttle_reasons": [],
+    }
+
+
+def v100_pcie_32gb(index=0):
+    return gpu(index, "Tesla V100-PCIE-32GB", "1db6", "7.0", 32768)
+
+
+def v100s_pcie_32gb(index=0):
+    return gpu(index, "Tesla V100S-PCIE-32GB", "1df6", "7.0", 32510)
+
+
+def tesla_t4(index=0):
+    return gpu(index, "Tesla T4", "1eb8", "7.5", 15360)
+
+
+def a100(index=0):
+    return gpu(index, "NVIDIA A100-SXM4-80GB", "20b2", "8.0", 81920)
+
+
+def rtx_4090(index=0):
+    return gpu(index, "NVIDIA GeForce RTX 4090", "2684", "8.9", 24564)
+
+
+def h200(index=0):
+    return gpu(index, "NVIDIA H200", "2335", "9.0", 143771)
+
+
+def unknown_card(index=0):
+    return gpu(index, None, "ffff", None, None)
+
+
+def request(**changes):
+    """A request every rule accepts on a V100 (the DESIGN.md defaults on Ubuntu 22.04)."""
+    return replace(StackRequest(python_version="3.10.12", distribution="Ubuntu", distribution_version="22.04"),
+                   **changes)
+
+
+def messages(req, gpus, variable=None):
+    return [r.message() for r in check_stack(req, gpus) if variable is None or r.variable == variable]
+
+
+def assert_passes(req, gpus):
+    assert messages(req, gpus) == []
+
+
+def refused_once(req, gpus, variable):
+    found = messages(req, gpus, variable)
+    assert len(found) == 1, found
+    return found[0]
+
+
+# --- the defaults and the message format -------------------------------------
+
+
+def test_defaults_pass_on_v100s():
+    assert_passes(request(), [v100_pcie_32gb(0), v100s_pcie_32gb(1)])
+
+
+def test_message_names_variable_value_reason_fix_and_source():
+    refusal = Refusal("cuda_toolkit_version", "13.0", "cannot build for X: because.", "Use 12.4 (why)",
+                      "VOLTA_FACTS.md, CUDA toolkit")
+    assert refusal.message() == ("cuda_toolkit_version=13.0 cannot build for X: because. Use 12.4 (why). "
+                                 "[source: VOLTA_FACTS.md, CUDA toolkit]")
+    assert Refusal("v", "", "is empty", "Use x", "s").message() == 'v="" is empty. Use x. [source: s]'
+    assert refusal.as_dict()["message"] == refusal.message()
+
+
+def test_refusals_come_in_fixing_order():
+    req = request(distribution_version="20.04", nvidia_driver_flavor="open", vllm_dtype="bfloat16")
+    assert [r.variable for r in check_stack(req, [v100_pcie_32gb()])] == [
+        "ansible_distribution", "nvidia_driver_flavor", "vllm_dtype"]
+
+
+# --- operating system -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("distribution, version", [
+    ("Ubuntu", "22.04"), ("Ubuntu", "24.04"), ("Debian", "12"), ("Debian", "12.7")])
+def test_supported_systems_pass(distribution, version):
+    assert_passes(request(distribution=distribution, distribution_version=version), [v100_pcie_32gb()])
+
+
+@pytest.mark.parametrize("distribution, version", [
+    ("Ubuntu", "20.04"), ("Ubuntu", "24.10"), ("Debian", "11"), ("Debian", "13"), ("Rocky", "9.4")])
+def test_unsupported_systems_refused(distribution, version):
+    message = refused_once(request(distribution=distribution, distribution_version=version), [v100_pcie_32gb()],
+                           "ansible_distribution")
+    assert message.startswith("ansible_distribution=%s %s is not a supported system" % (distribution, version))
+    assert "Use Ubuntu 22.04, Ubuntu 24.04 or Debian 12" in message
+
+
+# --- GPU presence -----------------------------------------------------------------
+
+
+def test_no_gpu_refused_when_required():
+    message = refused_once(request(), [], "preflight_require_gpu")
+    assert message.startswith("preflight_require_gpu=true but no NVIDIA GPU was found")
+    assert "lspci -nn" in message and "set preflight_require_gpu=false" in message
+
+
+def test_no_gpu_accepted_when_not_required():
+    assert_passes(request(require_gpu=False), [])
+
+
+# --- driver branch ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("branch", ["535", "550", "570", "575", "580"])
+def test_known_branches_pass_on_v100(branch):
+    assert messages(request(nvidia_driver_branch=branch, cuda_toolkit_version="12.2"), [v100_pcie_32gb()]) == []
+
+
+def test_branch_590_passes_on_a100_refused_on_v100():
+    req = request(nvidia_driver_branch="590")
+    assert_passes(req, [a100()])
+    message = refused_once(req, [v100_pcie_32gb()], "nvidia_driver_branch")
+    assert message.startswith("nvidia_driver_branch=590 cannot drive Tesla V100-PCIE-32GB (compute capability 7.0)")
+    assert "the driver ignores Volta GPUs" in message
+    assert "supported through the NVIDIA 580.xx Legacy drivers" in message
+    assert "Use 580 (the last branch for Volta)" in message
+
+
+def test_branch_590_refused_on_a_mixed_host_naming_the_v100():
+    message = refused_once(request(nvidia_driver_branch="595"), [a100(0), v100_pcie_32gb(1)], "nvidia_driver_branch")
+    assert "Tesla V100-PCIE-32GB" in message and "A100" not in message
+
+
+@pytest.mark.parametrize("branch", ["545", "560", "470"])
+def test_unknown_branch_refused(branch):
+    message = refused_once(request(nvidia_driver_branch=branch), [a100()], "nvidia_driver_branch")
+    assert message.startswith("nvidia_driver_branch=%s is not a branch this toolkit installs" % branch)
+    assert "Use 550 (or one of 535, 550, 570, 575, 580)" in message
+
+
+@pytest.mark.parametrize("branch", ["550.54.14", "latest", "", "r550"])
+def test_malformed_branch_refused(branch):
+    message = refused_once(request(nvidia_driver_branch=branch), [v100_pcie_32gb()], "nvidia_driver_branch")
+    assert "is not a driver branch number" in message and "Use 550" in message
+
+
+# --- driver flavour ---------------------------------------------------------------
+
+
+def test_open_flavor_passes_on_t4_refused_on_v100():
+    req = request(nvidia_driver_flavor="open")
+    assert_passes(req, [tesla_t4()])
+    message = refused_once(req, [v100_pcie_32gb()], "nvidia_driver_flavor")
+    assert message.startswith("nvidia_driver_flavor=open cannot drive Tesla V100-PCIE-32GB (compute capability 7.0)")
+    assert "GPU System Processor (GSP)" in message
+    assert "Use proprietary." in message
+
+
+@pytest.mark.parametrize("flavor", ["nvidia-open", "Open", ""])
+def test_unknown_flavor_refused(flavor):
+    message = refused_once(request(nvidia_driver_flavor=flavor), [tesla_t4()], "nvidia_driver_flavor")
+    assert "is not a driver flavour" in message and "Use proprietary" in message
+
+
+# --- CUDA toolkit ------------------------------------------------------------------
+
+
+def test_cuda_13_passes_on_t4_and_a100_refused_on_v100():
+    req = request(nvidia_driver_branch="580", cuda_toolkit_version="13.0")
+    assert_passes(req, [tesla_t4()])
+    assert_passes(req, [a100()])
+    message = refused_once(req, [v100_pcie_32gb()], "cuda_toolkit_version")
+    assert message.startswith("cuda_toolkit_version=13.0 cannot build for Tesla V100-PCIE-32GB "
+                              "(compute capability 7.0): CUDA 13 removed sm_70")
+    assert "Use 12.9 (the newest CUDA 12, which the 580 branch runs)" in message
+
+
+def test_cuda_13_on_v100_with_branch_550_suggests_12_4():
+    message = refused_once(request(cuda_toolkit_version="13.0"), [v100_pcie_32gb()], "cuda_toolkit_version")
+    assert "CUDA 13 removed sm_70" in message
+    assert message.endswith("Use 12.4 (the newest the 550 branch runs). [source: VOLTA_FACTS.md, CUDA toolkit]")
+
+
+@pytest.mark.parametrize("branch, newest, first_refused, gpus", [
+    ("535", "12.2", "12.3", [v100_pcie_32gb()]),
+    ("550", "12.4", "12.5", [v100_pcie_32gb()]),
+    ("570", "12.8", "12.9", [v100_pcie_32gb()]),
+    ("575", "12.9", "13.0", [a100()]),
+    ("580", "13.0", "13.1", [a100()]),
+])
+def test_toolkit_at_the_branch_maximum_passes_one_above_is_refused(branch, newest, first_refused, gpus):
+    assert_passes(request(nvidia_driver_branch=branch, cuda_toolkit_version=newest), gpus)
+    message = refused_once(request(nvidia_driver_branch=branch, cuda_toolkit_version=first_refused), gpus,
+                           "cuda_toolkit_version")
+    assert message.startswith("cuda_toolkit_version=%s is newer than the %s driver branch runs (CUDA %s at most)"
+                              % (first_refused, branch, newest))
+    assert "Use %s (the newest the %s branch runs)" % (newest, branch) in message
+
+
+def test_toolkit_too_new_names_the_branch_that_runs_it():
+    message = refused_once(request(nvidia_driver_branch="535", cuda_toolkit_version="12.4"), [v100_pcie_32gb()],
+                           "cuda_toolkit_version")
+    assert "Use 12.2 (the newest the 535 branch runs), or nvidia_driver_branch=550" in message
+    assert "CUDA driver version is insufficient for CUDA runtime version" in message
+
+
+def test_toolkit_beyond_every_known_branch():
+    message = refused_once(request(nvidia_driver_branch="580", cuda_toolkit_version="13.2"), [a100()],
+                           "cuda_toolkit_version")
+    assert "or a driver branch that runs CUDA 13.2" in message
+
+
+def test_newer_branch_than_the_table_does_not_cap_the_toolkit():
+    assert_passes(request(nvidia_driver_branch="590", cuda_toolkit_version="13.1"), [h200()])
+
+
+@pytest.mark.parametrize("value", ["12", "12.4.1", "cuda-12.4", "", "twelve"])
+def test_malformed_toolkit_refused(value):
+    message = refused_once(request(cuda_toolkit_version=value), [v100_pcie_32gb()], "cuda_toolkit_version")
+    assert "is not a CUDA toolkit version of the form 12.x or 13.x" in message and "Use 12.4" in message
+
+
+def test_cuda_11_refused_everywhere():
+    for gpus in ([v100_pcie_32gb()], [a100()]):
+        message = refused_once(request(cuda_toolkit_version="11.8"), gpus, "cuda_toolkit_version")
+        assert message.startswith("cuda_toolkit_version=11.8 is not a CUDA 12.x or 13.x toolkit")
+
+
+# --- llama.cpp CUDA architectures --------------------------------------------------
+
+
+def test_empty_architectures_derive_from_the_gpus():
+    assert resolve_cuda_architectures(request(), [v100_pcie_32gb(0), v100s_pcie_32gb(1)]) == "70"
+    assert resolve_cuda_architectures(request(), [rtx_4090(0), v100_pcie_32gb(1), rtx_4090(2)]) == "70;89"
+    assert resolve_cuda_architectures(request(), [h200(0), v100_pcie_32gb(1)]) == "70;90"
+    assert resolve_cuda_architectures(request(require_gpu=False), []) == ""
+
+
+def test_derive_sorts_numerically_and_skips_unknown_cards():
+    blackwell = gpu(0, "B200", "2901", "10.0", 183359)
+    assert derive_cuda_architectures([blackwell, v100_pcie_32gb(1), unknown_card(2)]) == "70;100"
+
+
+def test_empty_architectures_with_an_unknown_card_refused():
+    message = refused_once(request(), [v100_pcie_32gb(0), unknown_card(1)], "llama_cpp_cuda_architectures")
+    assert message.startswith('llama_cpp_cuda_architectures="" cannot be derived: GPU 1 (10de:ffff)')
+    assert "Set llama_cpp_cuda_architectures explicitly" in message
+
+
+def test_arch_80_passes_on_a100_refused_on_v100():
+    req = request(llama_cpp_cuda_architectures="80")
+    assert_passes(req, [a100()])
+    message = refused_once(req, [v100_pcie_32gb()], "llama_cpp_cuda_architectures")
+    assert message.startswith("llama_cpp_cuda_architectures=80 has no machine code that Tesla V100-PCIE-32GB "
+                              "(compute capability 7.0) can run")
+    assert "Use 70 (or leave it empty to derive it from the detected GPUs)" in message
+
+
+def test_arch_75_passes_on_t4_refused_on_v100():
+    req = request(llama_cpp_cuda_architectures="75")
+    assert_passes(req, [tesla_t4()])
+    assert "has no machine code" in refused_once(req, [v100_pcie_32gb()], "llama_cpp_cuda_architectures")
+
+
+def test_arch_70_real_passes_on_v100_70_virtual_alone_refused():
+    assert_passes(request(llama_cpp_cuda_architectures="70-real"), [v100_pcie_32gb()])
+    assert_passes(request(llama_cpp_cuda_architectures="70"), [v100_pcie_32gb()])
+    message = refused_once(request(llama_cpp_cuda_architectures="70-virtual"), [v100_pcie_32gb()],
+                           "llama_cpp_cuda_architectures")
+    assert message.startswith("llama_cpp_cuda_architectures=70-virtual gives Tesla V100-PCIE-32GB "
+                              "(compute capability 7.0) only PTX")
+    assert "[source: VOLTA_FACTS.md, CUDA toolkit (ship sm_70 machine code)]" in message
+
+
+def test_machine_code_runs_on_the_same_major_at_an_equal_or_newer_minor():
+    assert_passes(request(llama_cpp_cuda_architectures="86"), [rtx_4090()])
+    assert messages(request(llama_cpp_cuda_architectures="89"), [gpu(0, "RTX 3090", "2204", "8.6", 24576)])
+    assert_passes(request(llama_cpp_cuda_architectures="90a"), [h200()])
+    assert messages(request(llama_cpp_cuda_architectures="90a"), [gpu(0, "Future 9.2", "ffff", "9.2", 1)])
+
+
+def test_a_mixed_host_needs_code_for_every_gpu():
+    req = request(llama_cpp_cuda_architectures="80")
+    message = refused_once(req, [a100(0), v100_pcie_32gb(1)], "llama_cpp_cuda_architectures")
+    assert "Use 70;80" in message
+    assert_passes(request(llama_cpp_cuda_architectures="70,80"), [a100(0), v100_pcie_32gb(1)])
+    assert resolve_cuda_architectures(request(llama_cpp_cuda_architectures=" 70 , 80 "), []) == "70;80"
+
+
+@pytest.mark.parametrize("special", ["native", "all", "all-major"])
+def test_cmake_special_values_pass(special):
+    assert_passes(request(llama_cpp_cuda_architectures=special), [v100_pcie_32gb()])
+
+
+def test_native_without_a_gpu_refused():
+    message = refused_once(request(require_gpu=False, llama_cpp_cuda_architectures="native"), [],
+                           "llama_cpp_cuda_architectures")
+    assert "builds for the GPU present at build time" in message and "70 for a V100" in message
+
+
+@pytest.mark.parametrize("value", ["sm_70", "7.0", "70;native", ";", "70-ptx"])
+def test_malformed_architectures_refused(value):
+    message = refused_once(request(llama_cpp_cuda_architectures=value), [v100_pcie_32gb()],
+                           "llama_cpp_cuda_architectures")
+    assert "is not a CMake CUDA architecture list" in message and "Use 70" in message
+
+
+def test_parse_cuda_architectures():
+    assert parse_cuda_architectures("70;80-real, 90a-virtual") == ["70", "80-real", "90a-virtual"]
+    with pytest.raises(ValueError, match="on its own"):
+        parse_cuda_architectures("all;70")
+
+
+def test_pre_turing_architecture_cannot_be_built_with_cuda_13():
+    req = request(nvidia_driver_branch="580", cuda_toolkit_version="13.0")
+    assert_passes(replace(req, llama_cpp_cuda_architectures="80"), [a100()])
+    message = refused_once(replace(req, llama_cpp_cuda_architectures="70;80"), [a100()],
+                           "llama_cpp_cuda_architectures")
+    assert "cannot be built with cuda_toolkit_version=13.0" in message
+    assert "Use cuda_toolkit_version 12.x, or drop 70 from the list" in message
+
+
+# --- vLLM version -------------------------------------------------------------------
+
+
+def test_vllm_0_20_passes_on_a100_refused_on_v100():
+    req = request(vllm_version="0.20.0", python_version="3.12.3")
+    assert_passes(req, [a100()])
+    message = refused_once(req, [v100_pcie_32gb()], "vllm_version")
+    assert message.startswith("vllm_version=0.20.0 cannot run on Tesla V100-PCIE-32GB (compute capability 7.0)")
+    assert "Use 0.19.1 (the last release for Volta)" in message
+
+
+def test_vllm_0_19_1_is_the_last_on_v100():
+    assert_passes(request(vllm_version="0.19.1", python_version="3.12.3"), [v100_pcie_32gb()])
+
+
+@pytest.mark.parametrize("value", ["0.5.4rc1", "latest", "v0.5.4", "", "0.5.4.post"])
+def test_malformed_vllm_version_refused(value):
+    message = refused_once(request(vllm_version=value), [v100_pcie_32gb()], "vllm_version")
+    assert "is not a vLLM release version" in message and "Use 0.5.4" in message
+
+
+def test_qwen3_on_0_5_4_refused_everywhere_0_8_4_passes_on_a100():
+    qwen3 = request(vllm_model_architecture="Qwen3ForCausalLM")
+    for gpus in ([v100_pcie_32gb()], [a100()]):
+        message = refused_once(qwen3, gpus, "vllm_version")
+        assert message.startswith("vllm_version=0.5.4 cannot load Qwen3ForCausalLM models")
+        assert "Use 0.8.4 or newer" in message
+    assert_passes(replace(qwen3, vllm_version="0.8.4"), [a100()])
+    assert_passes(replace(qwen3, vllm_version="0.8.4"), [v100_pcie_32gb()])
+
+
+def test_qwen3_moe_boundary_and_volta_note():
+    message = refused_once(request(vllm_model_architecture="Qwen3MoeForCausalLM", vllm_version="0.8.3"),
+                           [v100_pcie_32gb()], "vllm_version")
+    assert "Use 0.8.4 or newer (0.19.1 is the last for Volta)" in message
+    assert_passes(request(vllm_model_architecture="Qwen2ForCausalLM"), [v100_pcie_32gb()])
+
+
+def test_python_3_12_with_vllm_0_5_3_refused_0_5_4_passes():
+    assert_passes(request(python_version="3.12.3", vllm_version="0.5.4"), [v100_pcie_32gb()])
+    for version in ("0.5.3", "0.5.3.post1", "0.5.0"):
+        message = refused_once(request(python_version="3.12.3", vllm_version=version), [v100_pcie_32gb()],
+                               "vllm_version")
+        assert message.startswith("vllm_version=%s has no wheels for Python 3.12 "
+                                  "(vLLM 0.5.0-0.5.3.post1 supports Python 3.8-3.11)" % version)
+        assert "Use 0.5.4 (wheels for Python 3.8-3.12)" in message
+
+
+def test_python_3_11_with_vllm_0_5_3_passes():
+    assert_passes(request(python_version="3.11.2", vllm_version="0.5.3.post1"), [v100_pcie_32gb()])
+
+
+def test_python_outside_every_0_5_range():
+    message = refused_once(request(python_version="3.13.1", vllm_version="0.5.5"), [v100_pcie_32gb()], "vllm_version")
+    assert "has no wheels for Python 3.13 (vLLM 0.5.4 supports Python 3.8-3.12)" in message
+    assert "Run vLLM 0.5.5 from a Python 3.8-3.12 venv" in message
+    assert_passes(request(python_version="3.13.1", vllm_version="0.11.0"), [v100_pcie_32gb()])
+
+
+# --- vLLM quantization ---------------------------------------------------------------
+
+
+def test_awq_passes_on_t4_refused_on_v100():
+    req = request(vllm_quantization="awq")
+    assert_passes(req, [tesla_t4()])
+    message = refused_once(req, [v100_pcie_32gb()], "vllm_quantization")
+    assert message.startswith("vllm_quantization=awq is not supported on Tesla V100-PCIE-32GB "
+                              "(compute capability 7.0)")
+    assert "Minimum capability: 75. Current capability: 70." in message
+    assert "Use gptq (minimum compute capability 6.0)" in message
+
+
+@pytest.mark.parametrize("method", ["marlin", "gptq_marlin", "awq_marlin", "fp8"])
+def test_ampere_methods_pass_on_a100_refused_on_t4_and_v100(method):
+    req = request(vllm_quantization=method)
+    assert_passes(req, [a100()])
+    for gpus in ([tesla_t4()], [v100_pcie_32gb()]):
+        message = refused_once(req, gpus, "vllm_quantization")
+        assert "need compute capability 8.0" in message and "Minimum capability: 80." in message
+
+
+@pytest.mark.parametrize("method", ["gptq", "squeezellm", "bitsandbytes", "", None])
+def test_volta_methods_pass_on_v100(method):
+    assert_passes(request(vllm_quantization=method), [v100_pcie_32gb()])
+
+
+def test_quantization_on_a_mixed_host_is_limited_by_the_oldest_gpu():
+    message = refused_once(request(vllm_quantization="awq"), [tesla_t4(0), v100_pcie_32gb(1)], "vllm_quantization")
+    assert "Tesla V100-PCIE-32GB" in message
+
+
+def test_gguf_needs_vllm_0_5_5():
+    assert_passes(request(vllm_quantization="gguf", vllm_version="0.5.5"), [v100_pcie_32gb()])
+    for gpus in ([v100_pcie_32gb()], [a100()]):
+        message = refused_once(request(vllm_quantization="gguf", vllm_version="0.5.4"), gpus, "vllm_quantization")
+        assert message.startswith("vllm_quantization=gguf needs vLLM 0.5.5 or newer (vllm_version is 0.5.4)")
+        assert "Use vllm_version=0.5.5, or gptq" in message
+
+
+@pytest.mark.parametrize("method", ["AWQ", "exl2", "int4"])
+def test_unknown_quantization_refused_with_the_known_list(method):
+    message = refused_once(request(vllm_quantization=method), [a100()], "vllm_quantization")
+    assert ("is not a quantization method this toolkit knows for vLLM (known: awq, awq_marlin, bitsandbytes, "
+            "fp8, gguf, gptq, gptq_marlin, marlin, squeezellm)") in message
+    assert "Use gptq with a GPTQ checkpoint" in message
+
+
+def test_below_gptq_minimum_suggests_unquantized():
+    maxwell = gpu(0, "Tesla M40", "17fd", "5.2", 12288)
+    message = refused_once(request(vllm_quantization="gptq"), [maxwell], "vllm_quantization")
+    assert 'Use "" (an unquantized model)' in message
+
+
+# --- vLLM dtype ----------------------------------------------------------------------
+
+
+def test_bfloat16_passes_on_a100_refused_on_v100():
+    req = request(vllm_dtype="bfloat16")
+    assert_passes(req, [a100()])
+    for gpus in ([v100_pcie_32gb()], [tesla_t4()]):
+        message = refused_once(req, gpus, "vllm_dtype")
+        assert message.startswith("vllm_dtype=bfloat16 cannot run on ")
+        assert "Bfloat16 is only supported on GPUs with compute capability of at least 8.0" in message
+        assert "Use half." in message
+
+
+def test_auto_dtype_passes_on_a100_and_with_a_float16_checkpoint_on_v100():
+    assert_passes(request(vllm_dtype="auto"), [a100()])
+    assert_passes(request(vllm_dtype="auto", vllm_model_dtype="float16"), [v100_pcie_32gb()])
+    for model_dtype, said in (("bfloat16", "the checkpoint is bfloat16"), ("", "the checkpoint's dtype is not known")):
+        message = refused_once(request(vllm_dtype="auto", vllm_model_dtype=model_dtype), [v100_pcie_32gb()],
+                               "vllm_dtype")
+        assert said in message and "Use half" in message
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16", "int8", ""])
+def test_unknown_dtype_refused(dtype):
+    message = refused_once(request(vllm_dtype=dtype), [a100()], "vllm_dtype")
+    assert "is not a vLLM dtype (expected one of auto, half, float16, bfloat16, float, float32)" in message
+
+
+def test_vllm_rules_skipped_when_vllm_is_disabled():
+    req = request(vllm_enabled=False, vllm_quantization="awq", vllm_dtype="bfloat16", vllm_version="0.20.0")
+    assert_passes(req, [v100_pcie_32gb()])
+
+
+# --- helpers --------------------------------------------------------------------------
+
+
+def test_parse_version():
+    assert parse_version("0.5.4") == (0, 5, 4, 0)
+    assert parse_version("0.5.3.post1") == (0, 5, 3, 1)
+    assert parse_version("0.20") == (0, 20, 0, 0)
+    assert parse_version("0.5.3.post1") < parse_version("0.5.4") < parse_version("0.19.1") < parse_version("0.20.0")
+    assert parse_version("0.5.4rc1") is None and parse_version(None) is None
+
+
+def test_min_compute_capability_ignores_unknown_cards():
+    assert min_compute_capability([a100(0), v100_pcie_32gb(1), unknown_card(2)]) == (7, 0)
+    assert min_compute_capability([unknown_card()]) is None
+    assert min_compute_capability([]) is None
+
+
+def test_unknown_cards_are_not_refused_by_capability_rules():
+    req = request(nvidia_driver_flavor="open", llama_cpp_cuda_architectures="70")
+    assert_passes(req, [unknown_card()])
