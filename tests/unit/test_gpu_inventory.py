@@ -265,3 +265,15 @@ def test_no_gpus_at_all():
         "nvidia_driver_version": None,
         "nvidia_driver_cuda_version": None,
     }
+
+
+def test_h200_recorded_on_the_lent_gpu_machine():
+    """nvsmi_device_v13 from a real H200 (580.159.04), a host without lspci."""
+    smi = parse_nvidia_smi_xml((RECORDED / "nvidia-smi-q-x_h200_x1_580.159.04.xml").read_text())
+    facts = build_gpu_facts([], smi)
+    assert (facts["nvidia_driver_version"], facts["nvidia_driver_cuda_version"]) == ("580.159.04", "13.0")
+    (gpu,) = facts["nvidia_gpus"]
+    assert (gpu["name"], gpu["pci_device_id"], gpu["compute_capability"]) == ("NVIDIA H200", "10de:2335", "9.0")
+    assert (gpu["memory_total_mib"], gpu["bar1_total_mib"]) == (143771, 262144)
+    assert (gpu["pcie_link_gen_max"], gpu["pcie_link_width_max"], gpu["persistence_mode"]) == (5, 16, True)
+    assert gpu["seen_by_driver"] and not gpu["seen_by_lspci"]

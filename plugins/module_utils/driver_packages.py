@@ -1,0 +1,70 @@
+# -*- coding: utf-8 -*-
+"""Which NVIDIA driver branch apt and dpkg are really dealing with.
+
+Package names lie: Ubuntu's `nvidia-*-535-server` became transitional packages
+that pull 580, and NVIDIA's Debian repo names carry no branch at all. The
+branch is read from versions instead (VOLTA_FACTS.md, "Driver branches"), in
+three places: what is installed (dpkg-query), what an install would bring
+(apt-get -s) and what DKMS built (dkms status).
+"""
+from __future__ import annotations
+
+import re
+from typing import Dict, List, Optional, Tuple
+
+# "550.54.15-1", "535.216.03-3~deb12u1", "1:580.95.05-0ubuntu1": the upstream
+# version starts with the three-digit branch.
+_DRIVER_VERSION = re.compile(r"^(?:\d+:)?(?P<branch>\d{3})\.\d+")
+_APT_INST = re.compile(r"^Inst (?P<name>\S+)(?: \[[^\]]*\])? \((?P<version>\S+)")
+_DKMS_LINE = re.compile(
+    r"^(?P<module>[^/,\s]+)[/,] ?(?P<version>[^,\s]+), (?P<kernel>[^,\s]+), (?P<arch>[^:\s]+): (?P<state>\w+)")
+
+
+def driver_branch(version: str) -> Optional[int]:
+    """The branch of a driver-versioned package version, None for other versions."""
+    match = _DRIVER_VERSION.match(version.strip())
+    return int(match.group("branch")) if match else None
+
+
+def parse_dpkg_query(text: str) -> List[Tuple[str, str]]:
+    """(name, version) of installed packages from `dpkg-query -W -f '${Package} ${Version} ${db:Status-Abbrev}\\n'`."""
+    installed = []
+    for line in text.splitlines():
+        fields = line.split()
+        # Status-Abbrev is desired action then state: "ii" installed, "hi" held and
+        # installed, "un"/"rc" not installed.
+        if len(fields) >= 3 and fields[2][1:2] == "i":
+            installed.append((fields[0], fields[1]))
+    return installed
+
+
+def other_branch_packages(installed: List[Tuple[str, str]], branch: int) -> List[str]:
+    """Installed driver packages whose version belongs to another branch."""
+    return sorted(name for name, version in installed if driver_branch(version) not in (None, branch))
+
+
+def parse_apt_simulation(text: str) -> List[Tuple[str, str]]:
+    """(name, version) of every package `apt-get -s install ...` would install or upgrade."""
+    return [(m.group("name"), m.group("version")) for m in map(_APT_INST.match, text.splitlines()) if m]
+
+
+def foreign_branch_installs(simulated: List[Tuple[str, str]], branch: int) -> List[str]:
+    """Simulated installs that would bring a driver of another branch, as 'name version'."""
+    return ["%s %s" % (name, version) for name, version in simulated
+            if driver_branch(version) not in (None, branch)]
+
+
+def open_flavor_installs(simulated: List[Tuple[str, str]]) -> List[str]:
+    """Simulated installs of the open kernel modules, which cannot drive Volta."""
+    return [name for name, _ in simulated if re.search(r"(^|-)open(-|$)", name)]
+
+
+def parse_dkms_status(text: str) -> List[Dict[str, str]]:
+    """Entries of `dkms status` (both the 2.x `m, v, k, a: s` and 3.x `m/v, k, a: s` forms)."""
+    return [m.groupdict() for m in map(_DKMS_LINE.match, text.splitlines()) if m]
+
+
+def dkms_kernels(entries: List[Dict[str, str]], branch: int) -> List[str]:
+    """Kernels for which an NVIDIA module of the branch is built and installed."""
+    return sorted({e["kernel"] for e in entries if e["module"].startswith("nvidia") and e["state"] == "installed"
+                   and driver_branch(e["version"]) == branch})

@@ -1,0 +1,130 @@
+#!/usr/bin/python
+"""Ansible module: read which NVIDIA driver branch is installed, would be installed, and was built."""
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: nvidia_driver_state
+short_description: Read the NVIDIA driver branch that dpkg, apt and DKMS really deal with
+description:
+  - Package names do not tell the branch (Ubuntu's C(-535-server) packages became transitional
+    packages that pull 580; NVIDIA's Debian repo names carry no branch), so this reads versions.
+  - Runs C(dpkg-query) for the installed driver packages, C(apt-get -s install) for what installing
+    I(packages) would bring, and C(dkms status). Changes nothing.
+options:
+  branch:
+    description: The requested driver branch.
+    type: int
+    required: true
+  packages:
+    description:
+      - Packages the role is about to install; their installation is simulated, together with the
+        removal of installed packages of another branch (held or not), as the role does it.
+    type: list
+    elements: str
+    default: []
+author:
+  - V100 LLM host toolkit
+"""
+
+EXAMPLES = r"""
+- name: Read the driver state
+  nvidia_driver_state:
+    branch: 550
+    packages: [cuda-drivers-550]
+  register: nvidia_driver_state
+"""
+
+RETURN = r"""
+installed:
+  description: Installed driver-versioned packages as C(name version).
+  returned: always
+  type: list
+other_branch:
+  description: Installed packages whose version belongs to another branch.
+  returned: always
+  type: list
+simulated_foreign_branch:
+  description: Packages an install of I(packages) would bring from another branch, as C(name version).
+  returned: always
+  type: list
+simulated_open_flavor:
+  description: Open-kernel-module packages an install of I(packages) would bring.
+  returned: always
+  type: list
+simulation_error:
+  description: apt's complaint when the simulation failed (e.g. a package it cannot find), else null.
+  returned: always
+  type: str
+dkms:
+  description: C(dkms status) entries (module, version, kernel, arch, state).
+  returned: always
+  type: list
+dkms_kernels:
+  description: Kernels for which DKMS built and installed an NVIDIA module of the branch.
+  returned: always
+  type: list
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.driver_packages import (
+    dkms_kernels,
+    foreign_branch_installs,
+    open_flavor_installs,
+    other_branch_packages,
+    parse_apt_simulation,
+    parse_dkms_status,
+    parse_dpkg_query,
+)
+
+DRIVER_PACKAGE_PATTERNS = ["nvidia-*", "libnvidia-*", "cuda-drivers*", "xserver-xorg-video-nvidia*",
+                           "linux-modules-nvidia-*"]
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec=dict(
+            branch=dict(type="int", required=True),
+            packages=dict(type="list", elements="str", default=[]),
+        ),
+        supports_check_mode=True,
+    )
+    branch = module.params["branch"]
+    # dpkg-query exits 1 when a pattern matches nothing; its output is still right.
+    _, out, _ = module.run_command(
+        ["dpkg-query", "-W", "-f", "${Package} ${Version} ${db:Status-Abbrev}\n"] + DRIVER_PACKAGE_PATTERNS)
+    installed = parse_dpkg_query(out)
+
+    other_branch = other_branch_packages(installed, branch)
+    simulated, simulation_error = [], None
+    if module.params["packages"]:
+        # As the role will do it: the other branch's (held) packages go, ours come.
+        removals = [name + "-" for name in other_branch]
+        rc, out, err = module.run_command(
+            ["apt-get", "-s", "-q", "--allow-change-held-packages", "install"] + module.params["packages"] + removals,
+            environ_update={"LANG": "C"})
+        if rc == 0:
+            simulated = parse_apt_simulation(out)
+        else:
+            simulation_error = (err or out).strip()
+
+    dkms = []
+    dkms_path = module.get_bin_path("dkms")
+    if dkms_path:
+        _, out, _ = module.run_command([dkms_path, "status"])
+        dkms = parse_dkms_status(out)
+
+    module.exit_json(
+        changed=False,
+        installed=["%s %s" % item for item in installed],
+        other_branch=other_branch,
+        simulated_foreign_branch=foreign_branch_installs(simulated, branch),
+        simulated_open_flavor=open_flavor_installs(simulated),
+        simulation_error=simulation_error,
+        dkms=dkms,
+        dkms_kernels=dkms_kernels(dkms, branch),
+    )
+
+
+if __name__ == "__main__":
+    main()

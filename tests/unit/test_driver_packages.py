@@ -1,0 +1,85 @@
+"""driver_packages: the branch is read from versions, on real Debian 12 outputs."""
+from __future__ import annotations
+
+import pytest
+
+from ansible.module_utils.driver_packages import (
+    dkms_kernels,
+    driver_branch,
+    foreign_branch_installs,
+    open_flavor_installs,
+    other_branch_packages,
+    parse_apt_simulation,
+    parse_dkms_status,
+    parse_dpkg_query,
+)
+from conftest import FIXTURES
+
+DEBIAN12 = FIXTURES / "debian12"
+
+
+@pytest.mark.parametrize("version, branch", [
+    ("535.216.03-3~deb12u1", 535), ("550.54.15-1", 550), ("1:580.95.05-0ubuntu1", 580),
+    ("535.161.07-1~deb12u1", 535), ("20220217+3~deb12u1", None), ("1.2.2", None), ("12.4.1-1", None)])
+def test_driver_branch_from_versions(version, branch):
+    assert driver_branch(version) == branch
+
+
+@pytest.fixture(scope="module")
+def simulated():
+    return parse_apt_simulation((DEBIAN12 / "apt-get-s-install_nvidia-tesla-535_debian12.txt").read_text())
+
+
+def test_apt_simulation_lists_every_install(simulated):
+    assert len(simulated) == 63
+    assert ("nvidia-tesla-535-kernel-dkms", "535.216.03-3~deb12u1") in simulated
+    assert ("nvidia-kernel-common", "20220217+3~deb12u1") in simulated
+
+
+def test_debian_535_set_is_all_branch_535(simulated):
+    assert foreign_branch_installs(simulated, 535) == []
+    assert open_flavor_installs(simulated) == []
+
+
+def test_the_same_set_is_foreign_when_550_is_asked_for(simulated):
+    foreign = foreign_branch_installs(simulated, 550)
+    assert "nvidia-tesla-535-kernel-dkms 535.216.03-3~deb12u1" in foreign
+    # versions that are not driver versions never count as a branch
+    assert not [f for f in foreign if f.startswith(("nvidia-kernel-common ", "glx-alternative-nvidia "))]
+
+
+def test_open_flavor_detected_by_name():
+    assert open_flavor_installs([("nvidia-driver-550-open", "550.54.15-1"), ("nvidia-kernel-open-dkms", "580.1-1"),
+                                 ("nvidia-opencl-icd", "535.1-1")]) == ["nvidia-driver-550-open",
+                                                                          "nvidia-kernel-open-dkms"]
+
+
+def test_other_branch_packages_ignores_non_driver_versions():
+    installed = [("nvidia-tesla-535-smi", "535.216.03-3~deb12u1"), ("nvidia-kernel-common", "20220217+3~deb12u1"),
+                 ("nvidia-driver-550", "550.54.15-1")]
+    assert other_branch_packages(installed, 550) == ["nvidia-tesla-535-smi"]
+    assert other_branch_packages(installed, 535) == ["nvidia-driver-550"]
+
+
+def test_dkms_status_of_the_real_debian_build():
+    entries = parse_dkms_status((DEBIAN12 / "dkms-status_nvidia-tesla-535_debian12.txt").read_text())
+    assert entries == [{"module": "nvidia-tesla-535", "version": "535.216.03", "kernel": "6.1.0-50-amd64",
+                        "arch": "x86_64", "state": "installed"}]
+    assert dkms_kernels(entries, 535) == ["6.1.0-50-amd64"]
+    assert dkms_kernels(entries, 550) == []
+
+
+def test_dkms_2x_form_and_unfinished_builds():
+    entries = parse_dkms_status("nvidia, 550.54.15, 5.15.0-91-generic, x86_64: installed\n"
+                                "nvidia, 550.54.15, 5.15.0-92-generic, x86_64: built\n")
+    assert dkms_kernels(entries, 550) == ["5.15.0-91-generic"]
+
+
+def test_installed_packages_of_the_real_debian_install():
+    installed = parse_dpkg_query((DEBIAN12 / "dpkg-query_nvidia_debian12.txt").read_text())
+    names = dict(installed)
+    assert names["nvidia-tesla-535-kernel-dkms"] == "535.216.03-3~deb12u1"
+    # dpkg-query also lists virtual and removed names ("un"): those are not installed
+    assert "libnvidia-cfg1-any" not in names
+    assert other_branch_packages(installed, 535) == []
+    assert "nvidia-tesla-535-smi" in other_branch_packages(installed, 550)
