@@ -1,0 +1,189 @@
+# -*- coding: utf-8 -*-
+"""What the llama_cpp role builds: CUDA architectures, the CMake arguments and
+the build stamp that decides whether a build is needed at all.
+
+Pure functions, no I/O (tests/unit/test_llama_cpp_build.py). The role hands
+in what it read on the host (compiler and nvcc versions, GPU facts) through
+the `llama_cpp_build_plan` filter (plugins/filter/llama_cpp.py) and gets back
+a plan: the CMake argument list, the stamp (a dict written as JSON into the
+install folder) and the stamp's short hash that names that folder. Same
+inputs, same hash: a second run finds the folder with a matching stamp and
+builds nothing.
+
+Options checked against llama.cpp 0c1e57098 (docs/VOLTA_FACTS.md):
+GGML_CUDA_FA_ALL_QUANTS is deprecated for GGML_CUDA_FA_QUANTS=all (a list of
+K-V type pairs; "OFF" is a fatal configure error),
+GGML_CUDA_F16 was removed, LLAMA_CUBLAS is a fatal error, LLAMA_CURL is
+ignored, and without LLAMA_USE_PREBUILT_UI=OFF the build downloads the web UI.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
+
+STAMP_FORMAT = 1
+STAMP_FILE = "build-stamp.json"
+
+# Options a user must not pass through llama_cpp_cmake_extra_args: removed or
+# fatal in this llama.cpp, or set by the role from its own variables.
+_REFUSED_OPTIONS = {
+    "LLAMA_CUBLAS": "a fatal error in current llama.cpp; CUDA is GGML_CUDA, set from llama_cpp_cuda_architectures",
+    "GGML_CUDA_F16": "removed from llama.cpp",
+    "GGML_CUDA": "set from llama_cpp_cuda_architectures (\"\" with no GPU: CPU build)",
+    "CMAKE_CUDA_ARCHITECTURES": "set from llama_cpp_cuda_architectures",
+    "GGML_CUDA_FA_ALL_QUANTS": "a deprecated alias of GGML_CUDA_FA_QUANTS, set from llama_cpp_cuda_fa_all_quants",
+    "GGML_CUDA_FA_QUANTS": "set from llama_cpp_cuda_fa_all_quants",
+    "LLAMA_BUILD_NUMBER": "set from llama_cpp_build_number",
+    "LLAMA_BUILD_COMMIT": "set from llama_cpp_commit",
+}
+
+# Arguments that change how fast the build runs, not what it produces: left
+# out of the stamp so that turning ccache on or off does not rebuild.
+_NOT_IN_STAMP = ("-DGGML_CCACHE=",)
+
+_ARCH_ENTRY = re.compile(r"^(?:\d{2,3}[af]?(?:-real|-virtual)?|all|all-major|native)$")
+_CAPABILITY = re.compile(r"^\s*(\d+)\.(\d+)\s*$")
+_DEFINE = re.compile(r"^-D([A-Za-z_][A-Za-z0-9_]*)(?::[A-Z]+)?=")
+
+
+def normalize_architectures(value: Optional[str]) -> str:
+    """" 70, 80 " -> "70;80"; "" stays ""; ValueError for anything that is not
+    a CMake CUDA architecture list."""
+    entries = [entry.strip() for entry in re.split(r"[;,]", value or "")]
+    entries = [entry for entry in entries if entry]
+    bad = [entry for entry in entries if not _ARCH_ENTRY.match(entry)]
+    if bad:
+        raise ValueError("%s is not a CUDA architecture (e.g. 70, 70-real, 80)" % ", ".join(bad))
+    return ";".join(entries)
+
+
+def architectures_from_gpus(gpus: Optional[Iterable[Mapping[str, Any]]]) -> str:
+    """nvidia_gpus facts -> "70" for V100s ("7.0"), "70;89" for V100 + RTX 4090.
+    GPUs whose compute capability is unknown are left out."""
+    numbers = set()
+    for gpu in gpus or []:
+        match = _CAPABILITY.match(str((gpu or {}).get("compute_capability") or ""))
+        if match:
+            numbers.add(int(match.group(1)) * 10 + int(match.group(2)))
+    return ";".join(str(number) for number in sorted(numbers))
+
+
+def resolve_architectures(requested: Optional[str], preflight_architectures: Optional[str] = None,
+                          gpus: Optional[Sequence[Mapping[str, Any]]] = None) -> str:
+    """The CUDA architectures to build for; "" means a CPU build.
+
+    An explicit `llama_cpp_cuda_architectures` wins; else what preflight
+    resolved (it checked the list against the GPUs) when it ran; else the
+    GPUs' compute capabilities; no GPUs -> "".
+    """
+    if (requested or "").strip():
+        return normalize_architectures(requested)
+    if preflight_architectures is not None:
+        return normalize_architectures(preflight_architectures)
+    return architectures_from_gpus(gpus)
+
+
+def refused_extra_args(extra_args: Sequence[str]) -> List[str]:
+    """Messages for llama_cpp_cmake_extra_args entries the role refuses."""
+    messages = []
+    for arg in extra_args or []:
+        match = _DEFINE.match(str(arg))
+        if match and match.group(1) in _REFUSED_OPTIONS:
+            messages.append("%s: %s" % (arg, _REFUSED_OPTIONS[match.group(1)]))
+    return messages
+
+
+def _on_off(value: Any) -> str:
+    return "ON" if value else "OFF"
+
+
+def cmake_args(cuda_architectures: str = "", build_number: Any = None, commit: str = "",
+               fa_all_quants: bool = False, ccache: bool = True, extra_args: Sequence[str] = (),
+               build_type: str = "Release") -> List[str]:
+    """The configure arguments (without -S/-B) for llama.cpp.
+
+    Static libraries, so the installed binaries carry no RUNPATH into the
+    build folder and the install folder can move. GGML_NATIVE=OFF always: a
+    CUDA build must target the listed architectures, not whatever GPU the
+    build host has, and a CPU build stays runnable on any AVX2 CPU.
+    """
+    archs = normalize_architectures(cuda_architectures)
+    args = [
+        "-DCMAKE_BUILD_TYPE=%s" % build_type,
+        "-DBUILD_SHARED_LIBS=OFF",
+        "-DGGML_NATIVE=OFF",
+        "-DLLAMA_BUILD_TESTS=OFF",
+        "-DLLAMA_USE_PREBUILT_UI=OFF",
+        "-DGGML_CCACHE=%s" % _on_off(ccache),
+    ]
+    if archs:
+        args += ["-DGGML_CUDA=ON", "-DCMAKE_CUDA_ARCHITECTURES=%s" % archs]
+        # GGML_CUDA_FA_QUANTS is a list of K-V type pairs, not a switch; its
+        # default (q4_0, q8_0, f16 and bf16 pairs) covers the servers' caches.
+        if fa_all_quants:
+            args.append("-DGGML_CUDA_FA_QUANTS=all")
+    else:
+        args.append("-DGGML_CUDA=OFF")
+    if build_number not in (None, ""):
+        args.append("-DLLAMA_BUILD_NUMBER=%s" % int(build_number))
+    if commit:
+        args.append("-DLLAMA_BUILD_COMMIT=%s" % commit)
+    return args + [str(arg) for arg in extra_args or []]
+
+
+def build_stamp(source_sha256: str, version: str, cmake_arguments: Sequence[str], targets: Sequence[str],
+                compiler: str, cuda_architectures: str = "", nvcc: str = "", commit: str = "",
+                build_number: Any = None) -> Dict[str, Any]:
+    """The inputs that decide what the build produces. Two builds with the same
+    stamp are the same build; any change here means a new install folder."""
+    archs = normalize_architectures(cuda_architectures)
+    return {
+        "format": STAMP_FORMAT,
+        "version": str(version),
+        "commit": commit or "",
+        "build_number": None if build_number in (None, "") else int(build_number),
+        "source_sha256": (source_sha256 or "").lower(),
+        "backend": "cuda" if archs else "cpu",
+        "cuda_architectures": archs,
+        "nvcc": (nvcc or "") if archs else "",
+        "compiler": compiler or "",
+        "cmake_args": [arg for arg in cmake_arguments if not arg.startswith(_NOT_IN_STAMP)],
+        "targets": sorted(str(target) for target in targets),
+    }
+
+
+def stamp_hash(stamp: Mapping[str, Any], length: int = 10) -> str:
+    """A short hash of the stamp (canonical JSON): names the install folder."""
+    canonical = json.dumps(stamp, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:length]
+
+
+def build_plan(inputs: Mapping[str, Any]) -> Dict[str, Any]:
+    """Everything the role needs to decide and run a build, from one dict:
+
+    requested_architectures, preflight_architectures (None when preflight did
+    not run), gpus, source_sha256, version, build_number, commit,
+    fa_all_quants, ccache, extra_args, targets, compiler, nvcc, prefix.
+    """
+    archs = resolve_architectures(inputs.get("requested_architectures"), inputs.get("preflight_architectures"),
+                                  inputs.get("gpus"))
+    args = cmake_args(archs, inputs.get("build_number"), inputs.get("commit") or "",
+                      bool(inputs.get("fa_all_quants")), bool(inputs.get("ccache", True)),
+                      inputs.get("extra_args") or [])
+    stamp = build_stamp(inputs.get("source_sha256") or "", inputs.get("version") or "", args,
+                        inputs.get("targets") or [], inputs.get("compiler") or "", archs,
+                        inputs.get("nvcc") or "", inputs.get("commit") or "", inputs.get("build_number"))
+    short = stamp_hash(stamp)
+    name = "%s-%s" % (stamp["version"], short)
+    prefix = str(inputs.get("prefix") or "/opt/llama.cpp").rstrip("/")
+    return {
+        "cuda_architectures": archs,
+        "cuda": bool(archs),
+        "cmake_args": args,
+        "stamp": stamp,
+        "hash": short,
+        "name": name,
+        "install_dir": "%s/%s" % (prefix, name),
+    }

@@ -1,0 +1,163 @@
+"""The llama_cpp role's build plan: CUDA architectures, CMake arguments and the
+build stamp that decides whether a build is needed (plugins/module_utils/llama_cpp_build.py).
+
+No nvcc and no GPU here: these are the configure-only checks that a CUDA build
+would target sm_70 on a V100 and that a host without GPUs gets a CPU build.
+"""
+from __future__ import annotations
+
+import sys
+
+import pytest
+from ansible.module_utils.llama_cpp_build import (
+    architectures_from_gpus,
+    build_plan,
+    build_stamp,
+    cmake_args,
+    normalize_architectures,
+    refused_extra_args,
+    resolve_architectures,
+    stamp_hash,
+)
+
+from conftest import PROJECT_ROOT
+
+sys.path.insert(0, str(PROJECT_ROOT / "plugins" / "filter"))
+
+from llama_cpp import FilterModule  # noqa: E402
+
+V100 = {"index": 0, "name": "Tesla V100-PCIE-32GB", "pci_device_id": "10de:1db6", "compute_capability": "7.0"}
+RTX4090 = {"index": 1, "name": "NVIDIA GeForce RTX 4090", "pci_device_id": "10de:2684", "compute_capability": "8.9"}
+UNKNOWN = {"index": 2, "name": "?", "pci_device_id": "10de:ffff", "compute_capability": None}
+COMMIT = "0c1e57098bba43ac29e6e3b677cdceebdd22334f"
+SHA = "ab" * 32
+
+
+def _plan(**overrides):
+    inputs = {
+        "requested_architectures": "", "preflight_architectures": None, "gpus": [],
+        "source_sha256": SHA, "version": "b0c1e570", "build_number": None, "commit": COMMIT,
+        "fa_all_quants": False, "ccache": True, "extra_args": [],
+        "targets": ["llama-server", "llama-cli", "llama-bench", "llama-quantize"],
+        "compiler": "x86_64-linux-gnu 12.2.0", "nvcc": "", "prefix": "/opt/llama.cpp",
+    }
+    inputs.update(overrides)
+    return build_plan(inputs)
+
+
+def test_v100_archs_give_a_cuda_build_for_sm_70():
+    args = cmake_args("70")
+    assert "-DGGML_CUDA=ON" in args
+    assert "-DCMAKE_CUDA_ARCHITECTURES=70" in args
+    assert "-DGGML_NATIVE=OFF" in args
+    assert "-DGGML_CUDA=OFF" not in args
+
+
+def test_no_archs_and_no_gpus_give_a_cpu_build():
+    plan = _plan(requested_architectures="", gpus=[])
+    assert plan["cuda"] is False
+    assert "-DGGML_CUDA=OFF" in plan["cmake_args"]
+    assert not [arg for arg in plan["cmake_args"] if arg.startswith("-DCMAKE_CUDA_ARCHITECTURES")]
+    assert plan["stamp"]["backend"] == "cpu"
+
+
+def test_v100_facts_derive_70_when_nothing_is_set():
+    plan = _plan(gpus=[V100, dict(V100, index=1)])
+    assert plan["cuda_architectures"] == "70"
+    assert "-DCMAKE_CUDA_ARCHITECTURES=70" in plan["cmake_args"]
+    assert plan["stamp"]["backend"] == "cuda"
+
+
+def test_preflight_result_wins_over_the_raw_gpu_facts():
+    assert resolve_architectures("", "70", [RTX4090]) == "70"
+    # preflight ran and found no GPU: CPU build even if facts say otherwise
+    assert resolve_architectures("", "", [V100]) == ""
+    assert resolve_architectures("", None, [V100]) == "70"
+
+
+def test_explicit_value_wins_and_is_normalised():
+    assert resolve_architectures(" 70, 80 ", "70", [V100]) == "70;80"
+    assert normalize_architectures("70-real;89") == "70-real;89"
+
+
+@pytest.mark.parametrize("value", ["sm_70", "7.0", "70 80", "compute_70"])
+def test_malformed_architectures_are_refused(value):
+    with pytest.raises(ValueError):
+        normalize_architectures(value)
+    plan = FilterModule().filters()["llama_cpp_build_plan"]({"requested_architectures": value})
+    assert "not a CUDA architecture" in plan["error"]
+
+
+def test_mixed_and_unknown_gpus():
+    assert architectures_from_gpus([RTX4090, V100, UNKNOWN]) == "70;89"
+    assert architectures_from_gpus(None) == ""
+
+
+def test_build_number_commit_and_fa_quants():
+    args = cmake_args("70", build_number="7000", commit=COMMIT, fa_all_quants=True)
+    assert "-DLLAMA_BUILD_NUMBER=7000" in args
+    assert "-DLLAMA_BUILD_COMMIT=" + COMMIT in args
+    assert "-DGGML_CUDA_FA_QUANTS=all" in args
+    assert "-DGGML_CUDA_FA_ALL_QUANTS=ON" not in args  # the deprecated alias
+    # a list of K-V pairs, not a switch: "OFF" fails CMake ("must not be empty"), so the default stays
+    assert not [arg for arg in cmake_args("70") if "FA_QUANTS" in arg]
+    assert not [arg for arg in cmake_args("") if "FA_QUANTS" in arg]
+
+
+def test_static_libraries_and_no_ui_download():
+    args = cmake_args("")
+    assert "-DBUILD_SHARED_LIBS=OFF" in args
+    assert "-DLLAMA_USE_PREBUILT_UI=OFF" in args
+    assert not [arg for arg in args if "CUBLAS" in arg or "GGML_CUDA_F16" in arg or "LLAMA_CURL" in arg]
+
+
+def test_extra_args_come_last_and_refused_ones_are_named():
+    assert cmake_args("", extra_args=["-DGGML_AVX512=ON"])[-1] == "-DGGML_AVX512=ON"
+    refused = refused_extra_args(["-DLLAMA_CUBLAS=ON", "-DGGML_CUDA_F16=ON", "-DGGML_CUDA_FA_ALL_QUANTS=ON",
+                                  "-DCMAKE_CUDA_ARCHITECTURES:STRING=80", "-DGGML_AVX512=ON"])
+    assert len(refused) == 4
+    assert refused[0].startswith("-DLLAMA_CUBLAS=ON: a fatal error")
+    assert FilterModule().filters()["llama_cpp_refused_args"](["-DGGML_AVX512=ON"]) == []
+
+
+def test_same_inputs_same_stamp_and_folder():
+    first, second = _plan(), _plan()
+    assert first["stamp"] == second["stamp"]
+    assert first["install_dir"] == second["install_dir"] == "/opt/llama.cpp/b0c1e570-" + first["hash"]
+    assert len(first["hash"]) == 10
+
+
+@pytest.mark.parametrize("change", [
+    {"source_sha256": "cd" * 32},
+    {"compiler": "x86_64-linux-gnu 13.2.0"},
+    {"requested_architectures": "70"},
+    {"extra_args": ["-DGGML_AVX512=ON"]},
+    {"targets": ["llama-server"]},
+    {"version": "b7000"},
+    {"build_number": 7000},
+])
+def test_any_input_that_matters_changes_the_stamp(change):
+    assert _plan(**change)["hash"] != _plan()["hash"]
+
+
+def test_ccache_does_not_change_the_stamp():
+    assert _plan(ccache=False)["hash"] == _plan(ccache=True)["hash"]
+    assert "-DGGML_CCACHE=OFF" in _plan(ccache=False)["cmake_args"]
+
+
+def test_nvcc_counts_only_for_cuda_builds():
+    assert _plan(nvcc="12.4.131")["hash"] == _plan()["hash"]
+    cuda = _plan(requested_architectures="70", nvcc="12.4.131")
+    assert cuda["stamp"]["nvcc"] == "12.4.131"
+    assert cuda["hash"] != _plan(requested_architectures="70", nvcc="12.2.140")["hash"]
+
+
+def test_stamp_fields():
+    stamp = build_stamp(SHA.upper(), "b0c1e570", ["-DGGML_CCACHE=ON", "-DGGML_CUDA=OFF"], ["b", "a"],
+                        "gcc 12", commit=COMMIT, build_number="1")
+    assert stamp == {
+        "format": 1, "version": "b0c1e570", "commit": COMMIT, "build_number": 1, "source_sha256": SHA,
+        "backend": "cpu", "cuda_architectures": "", "nvcc": "", "compiler": "gcc 12",
+        "cmake_args": ["-DGGML_CUDA=OFF"], "targets": ["a", "b"],
+    }
+    assert stamp_hash(stamp) == stamp_hash(dict(reversed(list(stamp.items()))))
