@@ -5,6 +5,7 @@ import json
 
 import nvidia_stack_check
 import pytest
+import sample_gpus
 from ansible.module_utils.common import warnings as ansible_warnings
 from ansible.module_utils.testing import patch_module_args
 from conftest import FIXTURES
@@ -12,26 +13,17 @@ from conftest import FIXTURES
 SMOLLM2_PREFIX = FIXTURES / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf-metadata-prefix"
 
 
-def gpu(index, name, device, capability, memory_mib):
-    return {
-        "index": index, "name": name, "pci_bus_id": "0000:%02x:00.0" % (index + 1),
-        "pci_device_id": "10de:" + device, "compute_capability": capability, "architecture": None,
-        "memory_total_mib": memory_mib, "memory_bandwidth_gbps": None, "bar1_total_mib": memory_mib,
-        "pcie_link_gen_current": 3, "pcie_link_gen_max": 3, "pcie_link_width_current": 16,
-        "pcie_link_width_max": 16, "persistence_mode": True, "temperature_c": 35, "throttle_reasons": [],
-    }
-
-
+# With a driver's fields filled in, so no readiness warning is due to them.
 def v100_pcie_32gb(index=0):
-    return gpu(index, "Tesla V100-PCIE-32GB", "1db6", "7.0", 32768)
+    return sample_gpus.v100_pcie_32gb(index, driver=True)
 
 
 def v100s_pcie_32gb(index=0):
-    return gpu(index, "Tesla V100S-PCIE-32GB", "1df6", "7.0", 32510)
+    return sample_gpus.v100s_pcie_32gb(index, driver=True)
 
 
 def a100(index=0):
-    return gpu(index, "NVIDIA A100-SXM4-80GB", "20b2", "8.0", 81920)
+    return sample_gpus.a100(index, driver=True)
 
 
 def module_args(**changes):

@@ -19,44 +19,7 @@ from ansible.module_utils.stack_rules import (
     parse_version,
     resolve_cuda_architectures,
 )
-
-
-def gpu(index, name, device, capability, memory_mib):
-    return {
-        "index": index, "name": name, "pci_bus_id": "0000:%02x:00.0" % (index + 1),
-        "pci_device_id": "10de:" + device, "compute_capability": capability, "architecture": None,
-        "memory_total_mib": memory_mib, "memory_bandwidth_gbps": None, "bar1_total_mib": None,
-        "pcie_link_gen_current": None, "pcie_link_gen_max": None, "pcie_link_width_current": None,
-        "pcie_link_width_max": None, "persistence_mode": None, "temperature_c": None, "throttle_reasons": [],
-    }
-
-
-def v100_pcie_32gb(index=0):
-    return gpu(index, "Tesla V100-PCIE-32GB", "1db6", "7.0", 32768)
-
-
-def v100s_pcie_32gb(index=0):
-    return gpu(index, "Tesla V100S-PCIE-32GB", "1df6", "7.0", 32510)
-
-
-def tesla_t4(index=0):
-    return gpu(index, "Tesla T4", "1eb8", "7.5", 15360)
-
-
-def a100(index=0):
-    return gpu(index, "NVIDIA A100-SXM4-80GB", "20b2", "8.0", 81920)
-
-
-def rtx_4090(index=0):
-    return gpu(index, "NVIDIA GeForce RTX 4090", "2684", "8.9", 24564)
-
-
-def h200(index=0):
-    return gpu(index, "NVIDIA H200", "2335", "9.0", 143771)
-
-
-def unknown_card(index=0):
-    return gpu(index, None, "ffff", None, None)
+from sample_gpus import a100, gpu, h200, rtx_4090, tesla_t4, unknown_card, v100_pcie_32gb, v100s_pcie_32gb
 
 
 def request(**changes):

@@ -64,3 +64,11 @@ def test_persistenced_enabled_with_persistence_on(host):
     assert host.service("nvidia-persistenced").is_enabled
     dropin = host.file("/etc/systemd/system/nvidia-persistenced.service.d/v100-llm.conf").content_string
     assert "ExecStart=/usr/bin/nvidia-persistenced --verbose" in dropin
+
+
+def test_power_limit_applied_at_boot(host):
+    unit = host.file("/etc/systemd/system/nvidia-power-limit.service").content_string
+    assert "ExecStart=/usr/bin/nvidia-smi --power-limit=200" in unit
+    assert host.service("nvidia-power-limit").is_enabled
+    verified = host.run("systemd-analyze verify /etc/systemd/system/nvidia-power-limit.service")
+    assert verified.rc == 0, verified.stderr
