@@ -4,7 +4,7 @@ the build stamp that decides whether a build is needed at all.
 
 Pure functions, no I/O (tests/unit/test_llama_cpp_build.py). The role hands
 in what it read on the host (compiler and nvcc versions, GPU facts) through
-the `llama_cpp_build_plan` filter (plugins/filter/llama_cpp.py) and gets back
+the `llama_cpp_build_plan` filter (plugins/filter/v100_llm.py) and gets back
 a plan: the CMake argument list, the stamp (a dict written as JSON into the
 install folder) and the stamp's short hash that names that folder. Same
 inputs, same hash: a second run finds the folder with a matching stamp and

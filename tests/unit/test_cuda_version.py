@@ -10,7 +10,7 @@ from conftest import PROJECT_ROOT, RECORDED
 
 sys.path.insert(0, str(PROJECT_ROOT / "plugins" / "filter"))
 
-from cuda import FilterModule  # noqa: E402
+from v100_llm import FilterModule  # noqa: E402
 
 RECORDINGS = sorted(RECORDED.glob("nvcc--version_*.txt"))
 

@@ -24,7 +24,7 @@ from conftest import PROJECT_ROOT
 
 sys.path.insert(0, str(PROJECT_ROOT / "plugins" / "filter"))
 
-from llama_cpp import FilterModule  # noqa: E402
+from v100_llm import FilterModule  # noqa: E402
 
 V100 = {"index": 0, "name": "Tesla V100-PCIE-32GB", "pci_device_id": "10de:1db6", "compute_capability": "7.0"}
 RTX4090 = {"index": 1, "name": "NVIDIA GeForce RTX 4090", "pci_device_id": "10de:2684", "compute_capability": "8.9"}
