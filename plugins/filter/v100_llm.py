@@ -1,6 +1,8 @@
-"""Filters over this project's module_utils: nvcc output (cuda_version.py) and
-the llama.cpp build plan (llama_cpp_build.py), both pure functions unit-tested
-in tests/unit. module_utils are not importable from controller plugins outside
+"""Filters over this project's module_utils: nvcc output (cuda_version.py),
+the llama.cpp build plan (llama_cpp_build.py), model sources
+(model_sources.py), llama-server instances (llama_server_plan.py) and
+systemd unit syntax (systemd_unit.py), all
+pure functions unit-tested in tests/unit. module_utils are not importable from controller plugins outside
 a collection, so each file is loaded from its place in this project.
 """
 from __future__ import annotations
@@ -20,6 +22,9 @@ def _module_utils(name: str) -> Any:
 
 _CUDA = _module_utils("cuda_version")
 _BUILD = _module_utils("llama_cpp_build")
+_MODELS = _module_utils("model_sources")
+_SERVER = _module_utils("llama_server_plan")
+_UNIT = _module_utils("systemd_unit")
 
 
 def llama_cpp_build_plan(inputs: Mapping[str, Any]) -> Dict[str, Any]:
@@ -45,4 +50,14 @@ class FilterModule:
             "nvcc_release": _CUDA.nvcc_release,
             "llama_cpp_build_plan": llama_cpp_build_plan,
             "llama_cpp_refused_args": llama_cpp_refused_args,
+            # models_list | models_fetch_plan(models_dir, hf_endpoint) -> {"models": [...], "errors": [...]}
+            "models_fetch_plan": _MODELS.fetch_plan,
+            # llama_server_instances | llama_server_plan(settings, models_files) -> {"instances": [...], "errors": [...]}
+            "llama_server_plan": _SERVER.plan_instances,
+            # argv | systemd_exec -> the value of an ExecStart= line
+            "systemd_exec": _UNIT.exec_line,
+            # value | systemd_exec_word -> one ExecStart= argument, escaped and quoted as needed
+            "systemd_exec_word": _UNIT.exec_word,
+            # value | systemd_environment(name) -> a quoted Environment= assignment
+            "systemd_environment": lambda value, name: _UNIT.environment_line(name, value),
         }

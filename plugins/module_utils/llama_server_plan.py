@@ -1,0 +1,304 @@
+# -*- coding: utf-8 -*-
+"""llama-server instances: from llama_server_instances to command lines,
+environments, schedules and memory plans, or the reasons they are refused.
+
+Pure functions, no I/O: the llama_server role renders what ``plan_instances``
+returns into systemd units. Flags are llama.cpp 0c1e57098's (llama-server
+--help); -c is the total context over all slots (measured, see
+memory_plan.llama_server_kv_cells), so each slot gets ceil(c / np) tokens.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+INSTANCE_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
+# The shared timer units are <unit>-health.* and <unit>-restart.*.
+RESERVED_SUFFIXES = ("-health", "-restart")
+KV_CACHE_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1")
+SPLIT_MODES = ("none", "layer", "row")
+LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
+INSTANCE_KEYS = frozenset((
+    "name", "model", "port", "host", "gpus", "ctx_size", "parallel", "kv_cache_type", "cache_type_k",
+    "cache_type_v", "split_mode", "tensor_split", "gpu_layers", "flash_attention", "extra_args",
+    "restart_schedule", "api_key",
+))
+# Flags the role sets from instance keys; in extra_args they would contradict
+# them (or, for --api-key, put the key on the command line, visible in ps).
+ROLE_FLAGS = {
+    "-m": "model", "--model": "model", "--host": "host", "--port": "port", "-c": "ctx_size",
+    "--ctx-size": "ctx_size", "-np": "parallel", "--parallel": "parallel", "-ctk": "cache_type_k",
+    "--cache-type-k": "cache_type_k", "-ctv": "cache_type_v", "--cache-type-v": "cache_type_v",
+    "-ngl": "gpu_layers", "--gpu-layers": "gpu_layers", "--n-gpu-layers": "gpu_layers",
+    "-fa": "flash_attention", "--flash-attn": "flash_attention", "-sm": "split_mode", "--split-mode": "split_mode",
+    "-ts": "tensor_split", "--tensor-split": "tensor_split", "--api-key": "api_key", "--api-key-file": "api_key",
+    "-a": "name", "--alias": "name", "--metrics": "llama_server_metrics",
+    "--webui": "llama_server_webui", "--no-webui": "llama_server_webui",
+}
+# Bytes per element, to size the memory plan by the larger of the K and V caches.
+KV_CACHE_RANK = {"f32": 4.0, "f16": 2.0, "bf16": 2.0, "q8_0": 34 / 32, "q5_1": 24 / 32, "q5_0": 22 / 32,
+                 "q4_1": 20 / 32, "q4_0": 18 / 32, "iq4_nl": 18 / 32}
+SHORTHAND_CALENDARS = {"daily": "*-*-* 00:00:00", "weekly": "Mon *-*-* 00:00:00"}
+CALENDAR_TIME = re.compile(r"^(?P<hour>\d{1,2}):(?P<minute>\d{2})(?::(?P<second>\d{2}))?$")
+
+
+def is_loopback(host: str) -> bool:
+    return host in LOOPBACK_HOSTS or host.startswith("127.")
+
+
+def health_url(host: str, port: int) -> str:
+    """Where the role and the health timer ask: a wildcard bind answers on loopback."""
+    if host in ("0.0.0.0", "::", "") or is_loopback(host):
+        address = "[::1]" if host in ("::1", "::") else "127.0.0.1"
+    else:
+        address = "[%s]" % host if ":" in host else host
+    return "http://%s:%d/health" % (address, port)
+
+
+def staggered_calendar(base: str, offset_minutes: int) -> str:
+    """Shift a systemd OnCalendar expression's time of day by offset_minutes.
+
+    The expression must end with a fixed time (HH:MM or HH:MM:SS), or be
+    daily/weekly. A shift past midnight would move the restart to another day
+    than the one asked for, so it raises ValueError instead.
+    """
+    expression = SHORTHAND_CALENDARS.get(base.strip(), base.strip())
+    head, _, last = expression.rpartition(" ")
+    match = CALENDAR_TIME.match(last)
+    if not match:
+        raise ValueError("%r does not end with a fixed time of day (HH:MM or HH:MM:SS)" % base)
+    hour, minute = int(match.group("hour")), int(match.group("minute"))
+    second = int(match.group("second") or 0)
+    if hour > 23 or minute > 59 or second > 59:
+        raise ValueError("%r has no such time of day" % base)
+    total = hour * 60 + minute + offset_minutes
+    if total >= 24 * 60:
+        raise ValueError("%r plus %d minutes passes midnight" % (base, offset_minutes))
+    shifted = "%02d:%02d:%02d" % (total // 60, total % 60, second)
+    return "%s %s" % (head, shifted) if head else shifted
+
+
+def _int_in(value: Any, low: int, high: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+
+
+def _model_path(model: Any, models_files: Mapping[str, Mapping[str, Any]]) -> Tuple[str, str]:
+    """-> (path, sha256); path "" when unknown."""
+    if isinstance(model, str) and model in models_files:
+        entry = models_files[model]
+        return str(entry["path"]), str(entry.get("sha256") or "")
+    if isinstance(model, str) and model.startswith("/"):
+        return model, ""
+    return "", ""
+
+
+def refused_extra_args(extra_args: Sequence[str]) -> List[str]:
+    refused = []
+    for arg in extra_args:
+        flag = str(arg).split("=", 1)[0]
+        if flag in ROLE_FLAGS:
+            refused.append("%s (set %s instead)" % (arg, ROLE_FLAGS[flag]))
+    return refused
+
+
+def _instance_errors(where: str, instance: Mapping[str, Any], settings: Mapping[str, Any],
+                     models_files: Mapping[str, Any]) -> List[str]:
+    errors = []
+    unknown = sorted(set(instance) - INSTANCE_KEYS)
+    if unknown:
+        errors.append("%s has unknown keys %s: the keys are %s." % (where, ", ".join(unknown),
+                                                                    ", ".join(sorted(INSTANCE_KEYS))))
+    name = instance.get("name")
+    if not isinstance(name, str) or not INSTANCE_NAME.match(name) or name.endswith(RESERVED_SUFFIXES):
+        errors.append("%s.name=%r is not an instance name: use lowercase letters, digits and '-', at most 40, "
+                      "not ending in -health or -restart (it names the unit llama-server-<name>)." % (where, name))
+    if not _int_in(instance.get("port"), 1, 65535):
+        errors.append("%s.port=%r is not a TCP port: give a number from 1 to 65535." % (where, instance.get("port")))
+    if not _model_path(instance.get("model"), models_files)[0]:
+        known = ", ".join(sorted(models_files)) or "none: the models role has not run"
+        errors.append("%s.model=%r is neither a models_list name (known: %s) nor an absolute path to a "
+                      ".gguf file." % (where, instance.get("model"), known))
+    for key in ("ctx_size", "parallel"):
+        value = instance.get(key, settings[key])
+        if not _int_in(value, 1, 10_000_000):
+            errors.append("%s.%s=%r must be a positive whole number." % (where, key, value))
+    for key, value in zip(("cache_type_k", "cache_type_v"), _cache_types(instance, settings)):
+        if value not in KV_CACHE_TYPES:
+            errors.append("%s.%s=%r is not a KV cache type: use one of %s." % (
+                where, key, value, ", ".join(KV_CACHE_TYPES)))
+    cache_v = _cache_types(instance, settings)[1]
+    if cache_v not in ("f32", "f16", "bf16") and not instance.get("flash_attention", settings["flash_attention"]):
+        errors.append("%s: a quantized V cache (cache_type_v=%s) needs flash attention in llama.cpp: set "
+                      "flash_attention: true or an f16 V cache." % (where, cache_v))
+    host = instance.get("host", settings["host"])
+    if not isinstance(host, str) or not host:
+        errors.append("%s.host=%r must be an address to listen on." % (where, host))
+    elif not is_loopback(host) and not (instance.get("api_key") or settings["api_key_set"]):
+        errors.append("%s.host=%s listens beyond this machine without an API key: set llama_server_api_key "
+                      "(in a vault) or the instance's api_key, or keep host 127.0.0.1." % (where, host))
+    extra = instance.get("extra_args", [])
+    if not isinstance(extra, list):
+        errors.append("%s.extra_args must be a list of arguments." % where)
+    else:
+        refused = refused_extra_args(extra + list(settings["extra_args"]))
+        if refused:
+            errors.append("%s: extra arguments %s are set by the role: %s." % (
+                where, ", ".join(refused), "use the instance keys named there"))
+    errors += _gpu_errors(where, instance, settings)
+    return errors
+
+
+def _gpu_errors(where: str, instance: Mapping[str, Any], settings: Mapping[str, Any]) -> List[str]:
+    gpus = instance.get("gpus", [])
+    gpu_count = settings["gpu_count"]
+    if not isinstance(gpus, list) or not all(_int_in(gpu, 0, 63) for gpu in gpus) or len(set(gpus)) != len(gpus):
+        return ["%s.gpus=%r must be a list of distinct GPU indexes (nvidia-smi's), e.g. [0] or [0, 1]." % (
+            where, gpus)]
+    errors = []
+    if gpus and settings["backend"] != "cuda":
+        errors.append("%s.gpus=%r, but llama.cpp here is a %s build: remove gpus, or build for CUDA on a host "
+                      "with GPUs." % (where, gpus, settings["backend"]))
+    elif gpu_count and any(gpu >= gpu_count for gpu in gpus):
+        errors.append("%s.gpus=%r names a GPU this host does not have: it has %d (indexes 0-%d)." % (
+            where, gpus, gpu_count, gpu_count - 1))
+    split_mode = instance.get("split_mode", "layer" if len(gpus) > 1 else "none")
+    if split_mode not in SPLIT_MODES:
+        errors.append("%s.split_mode=%r is not one of %s." % (where, split_mode, ", ".join(SPLIT_MODES)))
+    elif split_mode != "none" and len(gpus) < 2:
+        errors.append("%s.split_mode=%s splits across GPUs but gpus=%r lists fewer than two." % (
+            where, split_mode, gpus))
+    tensor_split = instance.get("tensor_split")
+    if tensor_split is not None and (
+            not isinstance(tensor_split, list) or len(tensor_split) != len(gpus) or len(gpus) < 2
+            or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and x >= 0 for x in tensor_split)):
+        errors.append("%s.tensor_split=%r must list one non-negative share per GPU in gpus=%r (e.g. [1, 1])." % (
+            where, tensor_split, gpus))
+    return errors
+
+
+def _cache_types(instance: Mapping[str, Any], settings: Mapping[str, Any]) -> Tuple[str, str]:
+    kv = instance.get("kv_cache_type", settings["kv_cache_type"])
+    return instance.get("cache_type_k", kv), instance.get("cache_type_v", kv)
+
+
+def _argv(instance: Mapping[str, Any], settings: Mapping[str, Any], model_path: str,
+          key_file: str) -> List[str]:
+    cache_k, cache_v = _cache_types(instance, settings)
+    argv = [
+        settings["server_bin"],
+        "--model", model_path,
+        "--alias", str(instance["model"]) if not str(instance["model"]).startswith("/") else instance["name"],
+        "--host", instance.get("host", settings["host"]),
+        "--port", str(instance["port"]),
+        "--ctx-size", str(instance.get("ctx_size", settings["ctx_size"])),
+        "--parallel", str(instance.get("parallel", settings["parallel"])),
+        "--cache-type-k", cache_k,
+        "--cache-type-v", cache_v,
+        "--flash-attn", "on" if instance.get("flash_attention", settings["flash_attention"]) else "off",
+    ]
+    gpus = instance.get("gpus", [])
+    if settings["backend"] == "cuda":
+        argv += ["--gpu-layers", str(instance.get("gpu_layers", settings["gpu_layers"]))]
+        if len(gpus) > 1:
+            argv += ["--split-mode", instance.get("split_mode", "layer")]
+            if instance.get("tensor_split") is not None:
+                argv += ["--tensor-split", ",".join("%g" % share for share in instance["tensor_split"])]
+    if settings["metrics"]:
+        argv.append("--metrics")
+    argv.append("--webui" if settings["webui"] else "--no-webui")
+    if key_file:
+        argv += ["--api-key-file", key_file]
+    return argv + [str(arg) for arg in settings["extra_args"]] + [str(arg) for arg in instance.get("extra_args", [])]
+
+
+def plan_instances(instances: Sequence[Mapping[str, Any]], settings: Mapping[str, Any],
+                   models_files: Optional[Mapping[str, Mapping[str, Any]]] = None) -> Dict[str, Any]:
+    """llama_server_instances -> {"instances": [plan, ...], "errors": [message, ...]}.
+
+    settings: server_bin, backend (cuda | cpu), gpu_count, host, api_key_set,
+    ctx_size, parallel, kv_cache_type, gpu_layers, flash_attention, metrics,
+    webui, extra_args, config_dir, restart_schedule ("" for none),
+    restart_stagger_minutes.
+    A plan: name, unit, model, model_path, model_sha256, host, port,
+    health_url, argv, environment, key_file, restart_calendar, memory_plan
+    (for nvidia_stack_check's memory_plans).
+    """
+    models_files = models_files or {}
+    if not isinstance(instances, (list, tuple)):
+        return {"instances": [], "errors": ["llama_server_instances must be a list (got %r)." % (instances,)]}
+    errors: List[str] = []
+    plans: List[Dict[str, Any]] = []
+    for index, instance in enumerate(instances):
+        where = "llama_server_instances[%d]" % index
+        if not isinstance(instance, Mapping):
+            errors.append("%s=%r is not a mapping with name, model and port." % (where, instance))
+            continue
+        where += " (%s)" % instance.get("name")
+        instance_errors = _instance_errors(where, instance, settings, models_files)
+        schedule = instance.get("restart_schedule")
+        calendar = ""
+        if not instance_errors:
+            try:
+                calendar = schedule if schedule is not None else (
+                    staggered_calendar(settings["restart_schedule"], index * settings["restart_stagger_minutes"])
+                    if settings["restart_schedule"] else "")
+            except ValueError as error:
+                instance_errors.append(
+                    "llama_server_restart_schedule=%r cannot be staggered for %s: %s. Give a schedule ending with "
+                    "a time of day early enough for every instance (e.g. '*-*-* 04:00:00'), a smaller "
+                    "llama_server_restart_stagger_minutes, or the instance its own restart_schedule." % (
+                        settings["restart_schedule"], where, error))
+        errors += instance_errors
+        if instance_errors:
+            continue
+        model_path, model_sha256 = _model_path(instance["model"], models_files)
+        key_file = ("%s/%s.key" % (settings["config_dir"], instance["name"])
+                    if instance.get("api_key") or settings["api_key_set"] else "")
+        gpus = instance.get("gpus", [])
+        ctx_size = instance.get("ctx_size", settings["ctx_size"])
+        parallel = instance.get("parallel", settings["parallel"])
+        environment = {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": ",".join(map(str, gpus))} \
+            if settings["backend"] == "cuda" and gpus else {}
+        host = instance.get("host", settings["host"])
+        plans.append({
+            "name": instance["name"],
+            "unit": "llama-server-%s" % instance["name"],
+            "model": instance["model"],
+            "model_path": model_path,
+            "model_sha256": model_sha256,
+            "host": host,
+            "port": instance["port"],
+            "health_url": health_url(host, instance["port"]),
+            "argv": _argv(instance, settings, model_path, key_file),
+            "environment": environment,
+            "key_file": key_file,
+            "restart_calendar": calendar,
+            "memory_plan": {
+                "name": "llama_server_instances %s (%s)" % (instance["name"], instance["model"]),
+                "gguf_path": model_path,
+                "context_per_slot": -(-ctx_size // parallel),
+                "slots": parallel,
+                "kv_cache_type": max(_cache_types(instance, settings), key=KV_CACHE_RANK.__getitem__),
+                "gpu_count": max(1, len(gpus)),
+                "flash_attention": bool(instance.get("flash_attention", settings["flash_attention"])),
+            },
+        })
+    errors += _clashes(plans)
+    return {"instances": plans if not errors else [], "errors": errors}
+
+
+def _clashes(plans: Sequence[Mapping[str, Any]]) -> List[str]:
+    errors = []
+    for key in ("name", "port"):
+        seen: Dict[Any, int] = {}
+        for plan in plans:
+            seen[plan[key]] = seen.get(plan[key], 0) + 1
+        errors += ["llama_server_instances has %d instances with %s %s: each needs its own." % (count, key, value)
+                   for value, count in seen.items() if count > 1]
+    calendars: Dict[str, List[str]] = {}
+    for plan in plans:
+        if plan["restart_calendar"]:
+            calendars.setdefault(plan["restart_calendar"], []).append(plan["name"])
+    errors += ["llama_server_instances %s would restart together (restart_schedule %r): give them different "
+               "times." % (" and ".join(names), calendar) for calendar, names in calendars.items() if len(names) > 1]
+    return errors

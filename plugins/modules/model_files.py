@@ -1,0 +1,189 @@
+#!/usr/bin/python
+"""Ansible module: whether model files on the host are the ones asked for; stamp them once verified."""
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: model_files
+short_description: Check model files against their sha256 through stamps, stamp verified files, read GGUF metadata
+description:
+  - For each model, looks for its file and its stamp (C(<dir>/.stamps/<file>.json) holding the sha256, size and mtime
+    written after the file hashed to its sha256). A file whose stamp matches is up to date without being hashed again.
+  - With I(record=true), hashes every file whose stamp does not match and writes its stamp; a file whose sha256
+    differs from the one asked for fails the module (nothing is stamped for it).
+  - Reads the GGUF header (architecture, layers, heads, context length, quantization) of up-to-date C(.gguf) files.
+  - Also reports the free space of the file system the first model's folder is (or will be) on.
+options:
+  models:
+    description:
+      - The files, as the models role plans them. Each needs C(name) and C(path) (absolute); C(sha256) is the
+        sha256 the file must have (empty takes the file's own). Other keys are ignored.
+    type: list
+    elements: dict
+    required: true
+  record:
+    description: Hash files whose stamp does not match and stamp them; fail on a sha256 mismatch.
+    type: bool
+    default: false
+author:
+  - V100 LLM host toolkit
+"""
+
+EXAMPLES = r"""
+- name: Which model files need fetching
+  model_files:
+    models:
+      - name: smollm2
+        path: /srv/models/SmolLM2-135M-Instruct.Q4_1.gguf
+        sha256: 0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
+  register: models_state
+"""
+
+RETURN = r"""
+models:
+  description: One entry per model, in order.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    name:
+      description: The model's name.
+      type: str
+    path:
+      description: The file.
+      type: str
+    exists:
+      description: Whether the file exists.
+      type: bool
+    up_to_date:
+      description: Whether the file is verified (its stamp matches, or it was hashed and stamped now).
+      type: bool
+    size:
+      description: Size in bytes, null when absent.
+      type: int
+    sha256:
+      description: The verified sha256, null until verified.
+      type: str
+    gguf:
+      description:
+        - GGUF summary of an up-to-date C(.gguf) file (architecture, block_count, head_count, head_count_kv,
+          context_length, quantization and more), else null.
+      type: dict
+free_bytes:
+  description: Free bytes on the file system holding the first model's folder.
+  returned: always
+  type: int
+"""
+
+import hashlib
+import json
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.gguf_metadata import GGUFError, model_summary, read_gguf_metadata
+from ansible.module_utils.model_sources import stamp_matches
+
+HASH_CHUNK = 8 * 1024 * 1024
+
+
+def stamp_path(path):
+    return os.path.join(os.path.dirname(path), ".stamps", os.path.basename(path) + ".json")
+
+
+def read_stamp(path):
+    try:
+        with open(stamp_path(path)) as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        return None
+
+
+def file_sha256(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(HASH_CHUNK), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def write_stamp(module, path, sha256, stat):
+    target = stamp_path(path)
+    os.makedirs(os.path.dirname(target), mode=0o755, exist_ok=True)
+    temporary = target + ".tmp"
+    with open(temporary, "w") as handle:
+        json.dump({"sha256": sha256, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}, handle)
+    os.chmod(temporary, 0o644)
+    module.atomic_move(temporary, target)
+
+
+def free_bytes(folder):
+    while not os.path.exists(folder):
+        folder = os.path.dirname(folder) or "/"
+    stats = os.statvfs(folder)
+    return stats.f_bavail * stats.f_frsize
+
+
+def gguf_summary(module, path):
+    try:
+        return model_summary(read_gguf_metadata(path, max_array_items=0))
+    except (GGUFError, OSError) as error:
+        module.fail_json(msg="%s is not a readable GGUF model: %s. Check the source gives the .gguf file "
+                             "itself (not a page or an archive)." % (path, error))
+
+
+def check_one(module, spec, record):
+    """-> (result dict, whether a stamp was (or in check mode would be) written)."""
+    path, wanted = spec["path"], spec["sha256"]
+    result = dict(name=spec["name"], path=path, exists=False, up_to_date=False, size=None, sha256=None, gguf=None)
+    try:
+        stat = os.stat(path)
+    except FileNotFoundError:
+        if record:
+            module.fail_json(msg="%s (model %s) is missing after the fetch." % (path, spec["name"]))
+        return result, False
+    result.update(exists=True, size=stat.st_size)
+    stamp = read_stamp(path)
+    stamped = stamp_matches(stamp, wanted or (stamp or {}).get("sha256", ""), stat.st_size, stat.st_mtime_ns)
+    wrote = False
+    if stamped:
+        result["sha256"] = stamp["sha256"]
+    elif record:
+        actual = file_sha256(path)
+        if wanted and actual != wanted:
+            module.fail_json(msg="%s (model %s) has sha256 %s, not the %s asked for: the file is corrupt or "
+                                 "another one. It is not used; remove it or correct the sha256." % (
+                                     path, spec["name"], actual, wanted))
+        if not module.check_mode:
+            write_stamp(module, path, actual, stat)
+        result["sha256"], stamped, wrote = actual, True, True
+    result["up_to_date"] = stamped
+    if stamped and path.endswith(".gguf"):
+        result["gguf"] = gguf_summary(module, path)
+    return result, wrote
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            # The models role's fetch orders, other keys ignored.
+            models=dict(type="list", elements="dict", required=True),
+            record=dict(type="bool", default=False),
+        ),
+        supports_check_mode=True,
+    )
+    specs = []
+    for index, model in enumerate(module.params["models"]):
+        if not model.get("name") or not str(model.get("path", "")).startswith("/"):
+            module.fail_json(msg="models[%d] needs a name and an absolute path (got %r)." % (index, model))
+        specs.append(dict(name=str(model["name"]), path=str(model["path"]), sha256=str(model.get("sha256") or "")))
+    results, changed = [], False
+    for spec in specs:
+        result, wrote = check_one(module, spec, module.params["record"])
+        results.append(result)
+        changed = changed or wrote
+    folder = os.path.dirname(specs[0]["path"]) if specs else "/"
+    module.exit_json(changed=changed, models=results, free_bytes=free_bytes(folder))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,172 @@
+"""llama_server_instances -> unit command lines, schedules and memory plans."""
+from __future__ import annotations
+
+import pytest
+
+from ansible.module_utils.llama_server_plan import (
+    health_url, plan_instances, refused_extra_args, staggered_calendar,
+)
+
+MODELS = {"qwen": {"path": "/srv/models/qwen.gguf", "sha256": "a" * 64}}
+
+
+def settings(**changes):
+    base = dict(
+        server_bin="/opt/llama.cpp/b1-abc/bin/llama-server", backend="cuda", gpu_count=2, host="127.0.0.1",
+        api_key_set=False, ctx_size=8192, parallel=1, kv_cache_type="f16", gpu_layers=999, flash_attention=True,
+        metrics=True, webui=False, extra_args=[], config_dir="/etc/llama-server",
+        restart_schedule="*-*-* 04:00:00", restart_stagger_minutes=15,
+    )
+    base.update(changes)
+    return base
+
+
+def plan(instances, **changes):
+    return plan_instances(instances, settings(**changes), MODELS)
+
+
+def test_one_instance_per_gpu_gets_its_own_device_and_a_staggered_restart():
+    result = plan([{"name": "a", "model": "qwen", "port": 8081, "gpus": [0]},
+                   {"name": "b", "model": "qwen", "port": 8082, "gpus": [1]}])
+    assert result["errors"] == []
+    first, second = result["instances"]
+    assert first["environment"] == {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": "0"}
+    assert second["environment"]["CUDA_VISIBLE_DEVICES"] == "1"
+    assert first["restart_calendar"] == "*-*-* 04:00:00"
+    assert second["restart_calendar"] == "*-*-* 04:15:00"
+    assert first["argv"] == [
+        "/opt/llama.cpp/b1-abc/bin/llama-server", "--model", "/srv/models/qwen.gguf", "--alias", "qwen",
+        "--host", "127.0.0.1", "--port", "8081", "--ctx-size", "8192", "--parallel", "1",
+        "--cache-type-k", "f16", "--cache-type-v", "f16", "--flash-attn", "on", "--gpu-layers", "999",
+        "--metrics", "--no-webui"]
+    assert "--split-mode" not in first["argv"]
+    assert first["unit"] == "llama-server-a" and first["health_url"] == "http://127.0.0.1:8081/health"
+    assert first["model_sha256"] == "a" * 64
+
+
+def test_one_instance_split_over_two_gpus():
+    result = plan([{"name": "big", "model": "qwen", "port": 8081, "gpus": [0, 1], "tensor_split": [3, 2]}])
+    instance = result["instances"][0]
+    assert instance["environment"]["CUDA_VISIBLE_DEVICES"] == "0,1"
+    argv = instance["argv"]
+    assert argv[argv.index("--split-mode") + 1] == "layer"
+    assert argv[argv.index("--tensor-split") + 1] == "3,2"
+    assert instance["memory_plan"]["gpu_count"] == 2
+
+
+def test_row_split_is_selectable():
+    argv = plan([{"name": "big", "model": "qwen", "port": 8081, "gpus": [0, 1], "split_mode": "row"}]
+                )["instances"][0]["argv"]
+    assert argv[argv.index("--split-mode") + 1] == "row"
+
+
+def test_the_memory_plan_takes_the_context_per_slot_and_the_larger_cache_type():
+    instance = plan([{"name": "a", "model": "qwen", "port": 1, "gpus": [0], "ctx_size": 16384, "parallel": 3,
+                      "cache_type_k": "q8_0", "cache_type_v": "q4_0"}])["instances"][0]
+    assert instance["memory_plan"] == {
+        "name": "llama_server_instances a (qwen)", "gguf_path": "/srv/models/qwen.gguf",
+        "context_per_slot": 5462, "slots": 3, "kv_cache_type": "q8_0", "gpu_count": 1, "flash_attention": True}
+
+
+def test_a_cpu_build_gets_no_gpu_flags_and_refuses_gpus():
+    result = plan([{"name": "a", "model": "qwen", "port": 1}], backend="cpu", gpu_count=0)
+    argv = result["instances"][0]["argv"]
+    assert "--gpu-layers" not in argv and result["instances"][0]["environment"] == {}
+    refused = plan([{"name": "a", "model": "qwen", "port": 1, "gpus": [0]}], backend="cpu", gpu_count=0)
+    assert refused["instances"] == []
+    assert "llama.cpp here is a cpu build" in refused["errors"][0]
+
+
+def test_a_key_is_passed_by_file_never_on_the_command_line():
+    instance = plan([{"name": "a", "model": "qwen", "port": 1, "api_key": "s3cret"}])["instances"][0]
+    assert instance["key_file"] == "/etc/llama-server/a.key"
+    assert instance["argv"][-2:] == ["--api-key-file", "/etc/llama-server/a.key"]
+    assert "s3cret" not in repr(instance)
+
+
+def test_listening_beyond_loopback_needs_a_key():
+    refused = plan([{"name": "a", "model": "qwen", "port": 1, "host": "0.0.0.0"}])
+    assert "listens beyond this machine without an API key" in refused["errors"][0]
+    assert "llama_server_api_key" in refused["errors"][0]
+    allowed = plan([{"name": "a", "model": "qwen", "port": 1, "host": "0.0.0.0"}], api_key_set=True)
+    assert allowed["errors"] == []
+    assert allowed["instances"][0]["health_url"] == "http://127.0.0.1:1/health"
+    assert plan([{"name": "a", "model": "qwen", "port": 1, "host": "127.0.0.2"}])["errors"] == []
+
+
+@pytest.mark.parametrize(("instance", "expected"), [
+    ({"name": "A", "model": "qwen", "port": 1}, "is not an instance name"),
+    ({"name": "a-health", "model": "qwen", "port": 1}, "not ending in -health"),
+    ({"name": "a", "model": "qwen", "port": 70000}, "is not a TCP port"),
+    ({"name": "a", "model": "mistral", "port": 1}, "known: qwen"),
+    ({"name": "a", "model": "qwen", "port": 1, "gpus": [2]}, "it has 2 (indexes 0-1)"),
+    ({"name": "a", "model": "qwen", "port": 1, "gpus": [0, 0]}, "distinct GPU indexes"),
+    ({"name": "a", "model": "qwen", "port": 1, "gpus": [0], "split_mode": "layer"}, "fewer than two"),
+    ({"name": "a", "model": "qwen", "port": 1, "gpus": [0, 1], "tensor_split": [1]}, "one non-negative share per GPU"),
+    ({"name": "a", "model": "qwen", "port": 1, "kv_cache_type": "q3_k"}, "is not a KV cache type"),
+    ({"name": "a", "model": "qwen", "port": 1, "cache_type_v": "q8_0", "flash_attention": False}, "needs flash attention"),
+    ({"name": "a", "model": "qwen", "port": 1, "extra_args": ["--port", "9"]}, "--port (set port instead)"),
+    ({"name": "a", "model": "qwen", "port": 1, "extra_args": ["--api-key=x"]}, "set api_key instead"),
+    ({"name": "a", "model": "qwen", "port": 1, "ctx": 4096}, "unknown keys ctx"),
+    ({"name": "a", "model": "qwen", "port": 1, "ctx_size": 0}, "ctx_size=0 must be a positive"),
+])
+def test_bad_instances_are_refused_with_the_key_and_what_to_do(instance, expected):
+    result = plan([instance])
+    assert result["instances"] == []
+    assert any(expected in error for error in result["errors"]), result["errors"]
+
+
+def test_clashing_names_ports_and_schedules_are_refused():
+    result = plan([{"name": "a", "model": "qwen", "port": 1}, {"name": "a", "model": "qwen", "port": 1}])
+    assert "2 instances with name a" in " ".join(result["errors"])
+    assert "2 instances with port 1" in " ".join(result["errors"])
+    same = plan([{"name": "a", "model": "qwen", "port": 1, "restart_schedule": "Sun 03:00"},
+                 {"name": "b", "model": "qwen", "port": 2, "restart_schedule": "Sun 03:00"}])
+    assert "a and b would restart together" in same["errors"][0]
+
+
+def test_a_stagger_past_midnight_is_refused():
+    result = plan([{"name": "a", "model": "qwen", "port": 1}, {"name": "b", "model": "qwen", "port": 2}],
+                  restart_schedule="*-*-* 23:50:00")
+    assert "passes midnight" in result["errors"][0]
+    assert "llama_server_restart_stagger_minutes" in result["errors"][0]
+
+
+def test_no_schedule_means_no_restart_timer():
+    assert plan([{"name": "a", "model": "qwen", "port": 1}], restart_schedule="")["instances"][0][
+        "restart_calendar"] == ""
+
+
+def test_an_absolute_model_path_is_used_as_it_is():
+    instance = plan([{"name": "a", "model": "/data/m.gguf", "port": 1}])["instances"][0]
+    assert instance["model_path"] == "/data/m.gguf" and instance["model_sha256"] == ""
+    assert instance["argv"][instance["argv"].index("--alias") + 1] == "a"
+
+
+@pytest.mark.parametrize(("base", "minutes", "expected"), [
+    ("*-*-* 04:00:00", 0, "*-*-* 04:00:00"),
+    ("*-*-* 04:00:00", 75, "*-*-* 05:15:00"),
+    ("Sun *-*-* 04:30", 30, "Sun *-*-* 05:00:00"),
+    ("daily", 10, "*-*-* 00:10:00"),
+    ("weekly", 0, "Mon *-*-* 00:00:00"),
+    ("03:05:07", 1, "03:06:07"),
+])
+def test_staggered_calendar_shifts_the_time_of_day(base, minutes, expected):
+    assert staggered_calendar(base, minutes) == expected
+
+
+@pytest.mark.parametrize("base", ["hourly", "*-*-* *:00:00", "*-*-* 25:00", "Mon..Fri"])
+def test_staggered_calendar_refuses_what_has_no_fixed_time(base):
+    with pytest.raises(ValueError):
+        staggered_calendar(base, 15)
+
+
+def test_health_urls():
+    assert health_url("::", 8080) == "http://[::1]:8080/health"
+    assert health_url("10.0.0.5", 8080) == "http://10.0.0.5:8080/health"
+    assert health_url("fd00::5", 8080) == "http://[fd00::5]:8080/health"
+
+
+def test_refused_extra_args():
+    assert refused_extra_args(["-t", "8", "--mlock"]) == []
+    assert refused_extra_args(["-c", "4096"]) == ["-c (set ctx_size instead)"]
