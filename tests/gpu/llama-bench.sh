@@ -3,7 +3,8 @@
 # llama_cpp role (-c local; the build tools are there, so the apt step is
 # skipped), write an 8B-shaped random model, quantize it with the built
 # llama-quantize, and run llama-bench with the flags the servers use
-# (all layers on GPU, flash attention on).
+# (all layers on GPU, flash attention on). The models and llama_server roles
+# run in tests/gpu/llama-server.sh.
 # Usage: tests/gpu/llama-bench.sh SOURCE_TARBALL OUTDIR
 set -uo pipefail
 tarball=$(realpath "${1:?llama.cpp source archive}"); out=${2:?output folder}
@@ -12,7 +13,7 @@ export PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH ANSIBLE_CONFIG=$PWD/ansible
 # Collections the playbooks name (community.general), carried as .devcarry/ansible_collections.
 export ANSIBLE_COLLECTIONS_PATH=$PWD/.devcarry
 start=$(date +%s)
-ansible-playbook -i localhost, -c local playbooks/llama_cpp.yml --skip-tags llama_cpp_packages \
+ansible-playbook -i localhost, -c local playbooks/llama_cpp.yml --skip-tags llama_cpp_packages,models,llama_server \
   -e llama_cpp_source_file="$tarball" -e ansible_become=false \
   -e ansible_python_interpreter="$(command -v python3)" > "$out/llama_cpp-role.log" 2>&1
 echo "role rc=$? in $(( $(date +%s) - start ))s"; tail -4 "$out/llama_cpp-role.log"
