@@ -97,7 +97,8 @@ def refused_extra_args(extra_args: Sequence[str]) -> List[str]:
     for arg in extra_args:
         flag = str(arg).split("=", 1)[0]
         if flag in ROLE_FLAGS:
-            refused.append("%s (set %s instead)" % (arg, ROLE_FLAGS[flag]))
+            # The flag only: its value may be a key.
+            refused.append("%s (set %s instead)" % (flag, ROLE_FLAGS[flag]))
     return refused
 
 

@@ -12,6 +12,8 @@ _NEEDS_QUOTES = re.compile(r"""[\s"'\\;]""")
 def exec_word(word: str) -> str:
     """One argument for ExecStart=: '%' and '$' escaped (specifiers and
     variable expansion), quoted when it holds spaces, quotes, backslashes or ';'."""
+    if any(ord(char) < 32 for char in str(word)):
+        raise ValueError("%r has a control character (a newline would end the unit line)" % (word,))
     text = str(word).replace("%", "%%").replace("$", "$$")
     if text == "" or _NEEDS_QUOTES.search(text):
         return '"%s"' % text.replace("\\", "\\\\").replace('"', '\\"')
@@ -29,5 +31,7 @@ def environment_line(name: str, value: str) -> str:
     """NAME=value for Environment=, quoted as one assignment, '%' escaped."""
     if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", name):
         raise ValueError("%r is not an environment variable name" % name)
+    if any(ord(char) < 32 for char in str(value)):
+        raise ValueError("%r has a control character" % (value,))
     text = ("%s=%s" % (name, value)).replace("%", "%%").replace("\\", "\\\\").replace('"', '\\"')
     return '"%s"' % text

@@ -170,3 +170,9 @@ def test_health_urls():
 def test_refused_extra_args():
     assert refused_extra_args(["-t", "8", "--mlock"]) == []
     assert refused_extra_args(["-c", "4096"]) == ["-c (set ctx_size instead)"]
+
+
+def test_a_refused_extra_arg_is_named_by_its_flag_not_its_value():
+    result = plan([{"name": "a", "model": "qwen", "port": 1, "extra_args": ["--api-key=sk-secret"]}])
+    assert "sk-secret" not in " ".join(result["errors"])
+    assert "--api-key (set api_key instead)" in result["errors"][0]

@@ -93,3 +93,11 @@ def test_check_leaves_a_unit_that_is_not_active_to_systemd(tmp_path, monkeypatch
     assert service_health.main(["check", "x.service", "http://127.0.0.1:9/health",
                                 "--state-dir", str(tmp_path)]) == 0
     assert not (tmp_path / "x.service.failures").exists()
+
+
+def test_failures_before_a_stop_do_not_count_after_it(tmp_path, monkeypatch):
+    (tmp_path / "x.service.failures").write_text("2\n")
+    monkeypatch.setattr(service_health, "unit_state", lambda unit: "activating")
+    assert service_health.main(["check", "x.service", "http://127.0.0.1:9/health",
+                                "--state-dir", str(tmp_path)]) == 0
+    assert (tmp_path / "x.service.failures").read_text() == "0\n"

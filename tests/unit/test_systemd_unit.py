@@ -41,3 +41,11 @@ def test_environment_lines():
     assert environment_line("A", '50% "x"') == '"A=50%% \\"x\\""'
     with pytest.raises(ValueError):
         environment_line("1A", "x")
+
+
+@pytest.mark.parametrize("word", ["a\nb", "tab\there"])
+def test_control_characters_are_refused(word):
+    with pytest.raises(ValueError):
+        exec_word(word)
+    with pytest.raises(ValueError):
+        environment_line("A", word)

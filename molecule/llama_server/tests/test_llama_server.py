@@ -126,7 +126,9 @@ def test_the_unit_carries_the_v100_defaults_and_the_sandbox(host):
     assert "NoNewPrivileges=yes" in shown and "ProtectSystem=strict" in shown
     assert "ProtectHome=yes" in shown and "PrivateTmp=yes" in shown
     assert "DevicePolicy=closed" in shown
-    assert "DeviceAllow=char-nvidia-frontend rw" in shown
+    # /proc/devices names: nvidia-frontend before driver 545, nvidia + nvidiactl from 545 on.
+    for name in ("nvidia-frontend", "nvidia", "nvidiactl", "nvidia-uvm"):
+        assert f"DeviceAllow=char-{name} rw" in shown, name
     assert "User=llama-server" in shown
     args = host.check_output(f"ps -o args= -p {main_pid(host, 'llama-server-chat')}")
     for flag in ("--flash-attn on", "--metrics", "--ctx-size 2048", "--parallel 2", "--host 127.0.0.1"):

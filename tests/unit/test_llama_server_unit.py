@@ -1,0 +1,64 @@
+"""The llama-server unit rendered for a CUDA instance (molecule renders the CPU one)."""
+from __future__ import annotations
+
+import importlib.util
+
+import jinja2
+from conftest import PROJECT_ROOT
+
+from ansible.module_utils.llama_server_plan import plan_instances
+
+_spec = importlib.util.spec_from_file_location("v100_llm_filters", PROJECT_ROOT / "plugins" / "filter" / "v100_llm.py")
+_filters = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_filters)
+TEMPLATES = PROJECT_ROOT / "roles" / "llama_server" / "templates"
+
+
+def render(name, **variables):
+    environment = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), trim_blocks=True,
+                                     undefined=jinja2.StrictUndefined)
+    environment.filters.update(_filters.FilterModule().filters())
+    return environment.get_template(name).render(ansible_managed="managed", **variables)
+
+
+def cuda_unit():
+    settings = dict(
+        server_bin="/opt/llama.cpp/b1-abc/bin/llama-server", backend="cuda", gpu_count=2, host="127.0.0.1",
+        api_key_set=True, ctx_size=8192, parallel=1, kv_cache_type="f16", gpu_layers=999, flash_attention=True,
+        metrics=True, webui=False, extra_args=[], config_dir="/etc/llama-server",
+        restart_schedule="*-*-* 04:00:00", restart_stagger_minutes=15)
+    instance = plan_instances([{"name": "coder", "model": "/srv/models/50%.gguf", "port": 8081, "gpus": [1]}],
+                              settings)["instances"][0]
+    return render("llama-server.service.j2", item=instance, llama_server_user="llama-server",
+                  llama_server_group="llama-server", llama_server_start_timeout=900,
+                  __llama_server_build_dir="/opt/llama.cpp/b1-abc", __llama_server_backend="cuda")
+
+
+def test_a_cuda_instance_waits_for_the_device_nodes_and_sees_its_gpu():
+    unit = cuda_unit()
+    assert "After=network-online.target nvidia-persistenced.service nvidia-device-nodes.service" in unit
+    assert "Wants=network-online.target nvidia-device-nodes.service" in unit
+    assert 'Environment="CUDA_VISIBLE_DEVICES=1"' in unit
+    assert 'Environment="CUDA_DEVICE_ORDER=PCI_BUS_ID"' in unit
+    assert "ExecStartPre" not in unit
+
+
+def test_the_device_policy_names_the_nvidia_majors_of_every_driver_branch():
+    unit = cuda_unit()
+    assert "PrivateDevices" not in unit.replace("# Sandbox. The GPUs stay reachable: PrivateDevices", "")
+    for line in ("DevicePolicy=closed", "DeviceAllow=char-nvidia-frontend rw", "DeviceAllow=char-nvidia rw",
+                 "DeviceAllow=char-nvidiactl rw", "DeviceAllow=char-nvidia-uvm rw"):
+        assert line in unit.splitlines(), line
+
+
+def test_percent_signs_are_escaped_in_the_description_and_command():
+    unit = cuda_unit()
+    assert "--model /srv/models/50%%.gguf" in unit
+    assert "Description=llama.cpp server coder (/srv/models/50%%.gguf)" in unit
+
+
+def test_the_device_node_unit_makes_a_node_per_gpu():
+    unit = render("nvidia-device-nodes.service.j2", nvidia_gpu_count=2)
+    assert "ExecStart=/usr/bin/nvidia-modprobe -u -c=0 -c=1" in unit
+    assert "ConditionPathIsExecutable=/usr/bin/nvidia-modprobe" in unit
+    assert "RemainAfterExit=yes" in unit
