@@ -16,6 +16,10 @@ from typing import Dict, List, Optional, Tuple
 # version starts with the three-digit branch.
 _DRIVER_VERSION = re.compile(r"^(?:\d+:)?(?P<branch>\d{3})\.\d+")
 _APT_INST = re.compile(r"^Inst (?P<name>\S+)(?: \[[^\]]*\])? \((?P<version>\S+)")
+# Versioned like the driver but not tied to its branch: one nvidia-modprobe
+# works with every driver (Ubuntu's archive ships a 510.x one next to 550
+# drivers), so it is never removed or refused for its version.
+BRANCH_INDEPENDENT = frozenset({"nvidia-modprobe"})
 _DKMS_LINE = re.compile(
     r"^(?P<module>[^/,\s]+)[/,] ?(?P<version>[^,\s]+), (?P<kernel>[^,\s]+), (?P<arch>[^:\s]+): (?P<state>\w+)")
 
@@ -40,7 +44,8 @@ def parse_dpkg_query(text: str) -> List[Tuple[str, str]]:
 
 def other_branch_packages(installed: List[Tuple[str, str]], branch: int) -> List[str]:
     """Installed driver packages whose version belongs to another branch."""
-    return sorted(name for name, version in installed if driver_branch(version) not in (None, branch))
+    return sorted(name for name, version in installed
+                  if name not in BRANCH_INDEPENDENT and driver_branch(version) not in (None, branch))
 
 
 def parse_apt_simulation(text: str) -> List[Tuple[str, str]]:
@@ -51,7 +56,7 @@ def parse_apt_simulation(text: str) -> List[Tuple[str, str]]:
 def foreign_branch_installs(simulated: List[Tuple[str, str]], branch: int) -> List[str]:
     """Simulated installs that would bring a driver of another branch, as 'name version'."""
     return ["%s %s" % (name, version) for name, version in simulated
-            if driver_branch(version) not in (None, branch)]
+            if name not in BRANCH_INDEPENDENT and driver_branch(version) not in (None, branch)]
 
 
 def open_flavor_installs(simulated: List[Tuple[str, str]]) -> List[str]:

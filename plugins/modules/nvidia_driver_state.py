@@ -37,7 +37,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 installed:
-  description: Installed driver-versioned packages as C(name version).
+  description: Installed driver packages as C(name version), the ones the role holds (not C(nvidia-modprobe)).
   returned: always
   type: list
 other_branch:
@@ -68,6 +68,7 @@ dkms_kernels:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.driver_packages import (
+    BRANCH_INDEPENDENT,
     dkms_kernels,
     foreign_branch_installs,
     open_flavor_installs,
@@ -116,7 +117,8 @@ def main() -> None:
 
     module.exit_json(
         changed=False,
-        installed=["%s %s" % item for item in installed],
+        # What the role holds: the branch-independent helpers are left free.
+        installed=["%s %s" % item for item in installed if item[0] not in BRANCH_INDEPENDENT],
         other_branch=other_branch,
         simulated_foreign_branch=foreign_branch_installs(simulated, branch),
         simulated_open_flavor=open_flavor_installs(simulated),

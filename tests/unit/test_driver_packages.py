@@ -83,3 +83,14 @@ def test_installed_packages_of_the_real_debian_install():
     assert "libnvidia-cfg1-any" not in names
     assert other_branch_packages(installed, 535) == []
     assert "nvidia-tesla-535-smi" in other_branch_packages(installed, 550)
+
+
+def test_nvidia_modprobe_is_never_another_branch():
+    # Debian 12's contrib ships nvidia-modprobe 535.161.07 (driver 535.216.03);
+    # it works with every branch, so neither a removal nor a refusal.
+    installed = [("nvidia-modprobe", "535.161.07-1~deb12u1"), ("nvidia-driver-550", "550.54.15-1")]
+    assert other_branch_packages(installed, 550) == []
+    simulated = [("nvidia-modprobe", "535.161.07-1~deb12u1"), ("nvidia-driver-550", "550.54.15-1")]
+    assert foreign_branch_installs(simulated, 550) == []
+    assert foreign_branch_installs(simulated + [("nvidia-dkms-535", "535.129.03-1")], 550) == [
+        "nvidia-dkms-535 535.129.03-1"]

@@ -11,11 +11,11 @@ from ansible.module_utils.llama_server_plan import plan_instances
 _spec = importlib.util.spec_from_file_location("v100_llm_filters", PROJECT_ROOT / "plugins" / "filter" / "v100_llm.py")
 _filters = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_filters)
-TEMPLATES = PROJECT_ROOT / "roles" / "llama_server" / "templates"
+TEMPLATES = [str(PROJECT_ROOT / "roles" / role / "templates") for role in ("llama_server", "nvidia_device_nodes")]
 
 
 def render(name, **variables):
-    environment = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), trim_blocks=True,
+    environment = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), trim_blocks=True,
                                      undefined=jinja2.StrictUndefined)
     environment.filters.update(_filters.FilterModule().filters())
     return environment.get_template(name).render(ansible_managed="managed", **variables)

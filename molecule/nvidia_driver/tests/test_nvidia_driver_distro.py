@@ -31,6 +31,13 @@ def test_no_open_modules_and_no_other_branch(host):
         assert not match or match.group(1) == BRANCH, (name, version)
 
 
+def test_nvidia_modprobe_from_contrib_left_unheld(host):
+    # Debian 12 ships it in contrib (535.161.07): added with non-free, never held.
+    assert host.package("nvidia-modprobe").is_installed
+    assert host.file("/usr/bin/nvidia-modprobe").is_file
+    assert "nvidia-modprobe" not in host.check_output("apt-mark showhold").split()
+
+
 def test_driver_packages_are_held(host):
     held = host.check_output("apt-mark showhold").split()
     for name in PACKAGES:

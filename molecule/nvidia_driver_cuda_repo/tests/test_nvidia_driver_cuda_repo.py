@@ -15,7 +15,9 @@ def test_only_branch_550_is_installed(host):
     installed = _installed(host)
     assert {"cuda-drivers-550", "nvidia-driver-550", "nvidia-dkms-550"} <= set(installed)
     assert not [name for name in installed if "535" in name], installed
-    assert all(version.startswith("550.") for version in installed.values()), installed
+    # nvidia-modprobe works with every branch: the 535 run's one stays, unheld.
+    assert "nvidia-modprobe" in installed
+    assert all(version.startswith("550.") for name, version in installed.items() if name != "nvidia-modprobe"), installed
 
 
 def test_never_the_open_flavour(host):
@@ -26,6 +28,7 @@ def test_holds_follow_the_branch(host):
     held = set(host.check_output("apt-mark showhold").split())
     assert {"cuda-drivers-550", "nvidia-driver-550", "nvidia-dkms-550"} <= held
     assert not [name for name in held if "535" in name]
+    assert "nvidia-modprobe" not in held
 
 
 def test_the_pin_blocks_other_branches_and_open_modules(host):

@@ -162,6 +162,19 @@ def package_set(recorded: Path) -> list[Package]:
             },
         ))
         pkgs.append(Package(
+            name="nvidia-modprobe", version=version, section="multiverse/utils",
+            summary="Load the NVIDIA kernel modules and create their device files (stand-in)",
+            details=(
+                "NVIDIA's repo ships one per driver version. /usr/bin/nvidia-modprobe is a\n"
+                "stand-in that exits 1, as there is no kernel module to load here."
+            ),
+            files={
+                "usr/bin/nvidia-modprobe": (
+                    "#!/bin/sh\n# STAND-IN for NVIDIA's nvidia-modprobe (fixture CUDA repo, tests only).\n"
+                    "echo 'nvidia-modprobe (stand-in): no NVIDIA kernel module here' >&2\nexit 1\n", 0o755),
+            },
+        ))
+        pkgs.append(Package(
             name=f"nvidia-dkms-{branch}", version=version, section="restricted/libs",
             summary=f"NVIDIA DKMS package, branch {branch} (empty stand-in)",
             details="Empty stand-in: no kernel module source, nothing is built by DKMS.",
