@@ -1,6 +1,7 @@
 """Filters over this project's module_utils: nvcc output (cuda_version.py),
 the llama.cpp build plan (llama_cpp_build.py), model sources
-(model_sources.py), llama-server instances (llama_server_plan.py) and
+(model_sources.py), llama-server instances (llama_server_plan.py), the vLLM
+server (vllm_server_plan.py), model shapes (memory_plan.py) and
 systemd unit syntax (systemd_unit.py), all
 pure functions unit-tested in tests/unit. module_utils are not importable from controller plugins outside
 a collection, so each file is loaded from its place in this project.
@@ -8,6 +9,7 @@ a collection, so each file is loaded from its place in this project.
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 from typing import Any, Dict, List, Mapping
 
@@ -16,7 +18,11 @@ def _module_utils(name: str) -> Any:
     path = Path(__file__).resolve().parents[1] / "module_utils" / (name + ".py")
     spec = importlib.util.spec_from_file_location("v100_llm_" + name, path)
     module = importlib.util.module_from_spec(spec)
+    # Registered before it runs: dataclasses look their module up there.
+    sys.modules[spec.name] = module
     spec.loader.exec_module(module)
+    # Where module_utils import each other (as Ansible resolves it for modules).
+    sys.modules.setdefault("ansible.module_utils." + name, module)
     return module
 
 
@@ -25,6 +31,28 @@ _BUILD = _module_utils("llama_cpp_build")
 _MODELS = _module_utils("model_sources")
 _SERVER = _module_utils("llama_server_plan")
 _UNIT = _module_utils("systemd_unit")
+_VLLM = _module_utils("vllm_server_plan")
+# memory_plan imports these two.
+_module_utils("gguf_metadata")
+_module_utils("stack_rules")
+_MEMORY = _module_utils("memory_plan")
+
+
+def vllm_memory_plan(shape: Mapping[str, Any], *args: Any) -> Dict[str, Any]:
+    plan = _VLLM.plan_memory(shape, *args)
+    plan["verdict"] = _VLLM.memory_verdict(plan)
+    return plan
+
+
+def hf_model_shape(config: Mapping[str, Any]) -> Dict[str, Any]:
+    """config.json content | hf_model_shape -> the model's shape, or {"error": "..."}."""
+    try:
+        shape = _MEMORY.shape_from_hf_config(config)
+    except (ValueError, TypeError) as exc:
+        return {"error": str(exc)}
+    result = dict(vars(shape))
+    result["error"] = ""
+    return result
 
 
 def llama_cpp_build_plan(inputs: Mapping[str, Any]) -> Dict[str, Any]:
@@ -60,4 +88,11 @@ class FilterModule:
             "systemd_exec_word": _UNIT.exec_word,
             # value | systemd_environment(name) -> a quoted Environment= assignment
             "systemd_environment": lambda value, name: _UNIT.environment_line(name, value),
+            # settings | vllm_server_plan -> {"errors": [...], "argv": [...], "environment": {...}, ...}
+            "vllm_server_plan": _VLLM.plan_server,
+            # config.json | hf_model_shape -> {layers, kv_heads, head_dim, architecture, quantization, dtype, ...}
+            "hf_model_shape": hf_model_shape,
+            # shape | vllm_memory_plan(weights_bytes, max_model_len, gpus, gpu_memory_mib, utilization)
+            #   -> the terms, "fits", "fitting_max_model_len" and "verdict" (one line)
+            "vllm_memory_plan": vllm_memory_plan,
         }

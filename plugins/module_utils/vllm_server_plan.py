@@ -1,0 +1,240 @@
+# -*- coding: utf-8 -*-
+"""The vLLM OpenAI API server: from vllm_server_* settings to a command line,
+an environment and a memory plan request, or the reasons they are refused.
+
+Pure functions, no I/O: the vllm_server role renders what ``plan_server``
+returns into a systemd unit. Flags are vLLM 0.5.4's
+(``python -m vllm.entrypoints.openai.api_server --help``). Volta rules
+(VOLTA_FACTS.md, "vLLM"): half precision below compute capability 8.0 (no
+bfloat16), CUDA graphs off by default (--enforce-eager: host memory grows with
+them over long runs), one tensor-parallel rank per GPU given.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, List, Mapping, Sequence
+
+from ansible.module_utils.llama_server_plan import health_url, is_loopback
+from ansible.module_utils.llama_server_plan import refused_extra_args as _refused_flags
+
+HF_REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
+SERVED_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$")
+ENTRYPOINT = "vllm.entrypoints.openai.api_server"
+# Flags the role sets from its variables; in extra args they would contradict
+# them (or, for --api-key, put the key on the command line, visible in ps).
+ROLE_FLAGS = {
+    "--model": "vllm_server_model", "--served-model-name": "vllm_server_served_model_name",
+    "--host": "vllm_server_host", "--port": "vllm_server_port", "--dtype": "vllm_dtype",
+    "--quantization": "vllm_quantization", "-q": "vllm_quantization",
+    "--tensor-parallel-size": "vllm_server_gpus", "-tp": "vllm_server_gpus",
+    "--gpu-memory-utilization": "vllm_server_gpu_memory_utilization",
+    "--max-model-len": "vllm_server_max_model_len", "--enforce-eager": "vllm_server_enforce_eager",
+    "--api-key": "vllm_server_api_key", "--download-dir": "vllm_server_state_dir",
+}
+VOLTA_FREE_CC = (8, 0)  # bfloat16 and vLLM's "auto" choice of it
+
+
+def refused_extra_args(extra_args: Sequence[str]) -> List[str]:
+    """Extra arguments that repeat a flag the role sets, with the variable to use."""
+    return _refused_flags(extra_args, ROLE_FLAGS)
+
+
+def _capabilities(gpus: Sequence[Mapping[str, Any]]) -> List[tuple]:
+    found = []
+    for gpu in gpus:
+        text = str(gpu.get("compute_capability") or "")
+        if re.match(r"^\d+\.\d+$", text):
+            found.append(tuple(int(part) for part in text.split(".")))
+    return found
+
+
+def effective_dtype(dtype: str, gpus: Sequence[Mapping[str, Any]]) -> str:
+    """"auto" becomes "half" on GPUs below 8.0: auto picks bfloat16 for bf16 models, which Volta lacks."""
+    capabilities = _capabilities(gpus)
+    if dtype == "auto" and capabilities and min(capabilities) < VOLTA_FREE_CC:
+        return "half"
+    return dtype
+
+
+def is_local_model(model: str) -> bool:
+    return model.startswith("/")
+
+
+def hf_cache_dir(state_dir: str, model: str) -> str:
+    """Where huggingface_hub keeps a repository's snapshots under HF_HOME=<state_dir>/hf."""
+    return "%s/hf/hub/models--%s" % (state_dir, model.replace("/", "--"))
+
+
+def _errors(settings: Mapping[str, Any]) -> List[str]:
+    errors = []
+    model = str(settings.get("model") or "")
+    if not (is_local_model(model) or HF_REPO.match(model)):
+        errors.append("vllm_server_model=%s is neither an absolute path to a model folder nor a Hugging Face "
+                      "repository (organisation/name)" % (model or '""'))
+    served = str(settings.get("served_model_name") or "")
+    if served and not SERVED_NAME.match(served):
+        errors.append("vllm_server_served_model_name=%s must be letters, digits and . _ : / -" % served)
+    port = settings.get("port")
+    if not isinstance(port, int) or isinstance(port, bool) or not 1 <= port <= 65535:
+        errors.append("vllm_server_port=%s must be 1-65535" % port)
+    gpus = settings.get("gpus")
+    known = settings.get("gpu_count")
+    if not isinstance(gpus, list) or not gpus or not all(isinstance(g, int) and not isinstance(g, bool) and g >= 0
+                                                         for g in gpus):
+        errors.append("vllm_server_gpus=%s must be a list of GPU indexes, e.g. [0] or [0, 1]" % (gpus,))
+    elif len(set(gpus)) != len(gpus):
+        errors.append("vllm_server_gpus=%s names a GPU twice" % (gpus,))
+    elif known and max(gpus) >= known:
+        errors.append("vllm_server_gpus=%s: this host has %d GPU(s), indexes 0-%d" % (gpus, known, known - 1))
+    utilization = settings.get("gpu_memory_utilization")
+    if not isinstance(utilization, (int, float)) or isinstance(utilization, bool) or not 0.1 <= utilization <= 0.98:
+        errors.append("vllm_server_gpu_memory_utilization=%s must be between 0.1 and 0.98 (the rest is the "
+                      "CUDA context and other processes' share)" % utilization)
+    max_len = settings.get("max_model_len")
+    if not isinstance(max_len, int) or isinstance(max_len, bool) or max_len < 16:
+        errors.append("vllm_server_max_model_len=%s must be a whole number of tokens, 16 or more" % max_len)
+    if effective_dtype(str(settings.get("dtype") or ""), settings.get("gpu_facts") or []) == "bfloat16" \
+            and [c for c in _capabilities(settings.get("gpu_facts") or []) if c < VOLTA_FREE_CC]:
+        errors.append("vllm_dtype=bfloat16 cannot run below compute capability 8.0 (Volta): use half")
+    host = str(settings.get("host") or "")
+    if not host:
+        errors.append('vllm_server_host="" : use 127.0.0.1 (or an address of this host)')
+    elif not is_loopback(host) and not settings.get("api_key_set"):
+        errors.append("vllm_server_host=%s exposes the API beyond this host without a key: set "
+                      "vllm_server_api_key (from a vault), or keep 127.0.0.1" % host)
+    refused = refused_extra_args(settings.get("extra_args") or [])
+    if refused:
+        errors.append("vllm_server_extra_args repeats flags the role sets: %s" % ", ".join(refused))
+    return errors
+
+
+def plan_server(settings: Mapping[str, Any]) -> Dict[str, Any]:
+    """``{"errors": [...]}`` or the unit's argv, environment and health URL.
+
+    settings: python (the virtualenv's), model, served_model_name, host, port,
+    gpus, gpu_count (0: unknown), gpu_facts (nvidia_gpus), dtype,
+    quantization ("" none), max_model_len, gpu_memory_utilization,
+    enforce_eager, extra_args, api_key_set, state_dir, hf_endpoint,
+    hf_offline (bool: the snapshot is there), disable_log_requests.
+    """
+    errors = _errors(settings)
+    if errors:
+        return {"errors": errors}
+    model = str(settings["model"])
+    gpus = list(settings["gpus"])
+    dtype = effective_dtype(str(settings["dtype"]), settings.get("gpu_facts") or [])
+    argv = [str(settings["python"]), "-m", ENTRYPOINT,
+            "--model", model,
+            "--served-model-name", str(settings.get("served_model_name") or model),
+            "--host", str(settings["host"]), "--port", str(settings["port"]),
+            "--dtype", dtype,
+            "--tensor-parallel-size", str(len(gpus)),
+            "--gpu-memory-utilization", "%g" % settings["gpu_memory_utilization"],
+            "--max-model-len", str(settings["max_model_len"]),
+            "--download-dir", "%s/hf/hub" % settings["state_dir"]]
+    if settings.get("quantization"):
+        argv += ["--quantization", str(settings["quantization"])]
+    if settings.get("enforce_eager"):
+        argv.append("--enforce-eager")
+    if settings.get("disable_log_requests", True):
+        argv.append("--disable-log-requests")
+    argv += [str(arg) for arg in settings.get("extra_args") or []]
+    state = str(settings["state_dir"])
+    environment = {
+        "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
+        "CUDA_VISIBLE_DEVICES": ",".join(str(g) for g in gpus),
+        "HF_HOME": state + "/hf",
+        "XDG_CACHE_HOME": state + "/cache",
+        "TRITON_CACHE_DIR": state + "/cache/triton",
+        "OUTLINES_CACHE_DIR": state + "/cache/outlines",
+        "VLLM_CONFIG_ROOT": state + "/config",
+        # vLLM reports usage to its authors unless told not to.
+        "VLLM_NO_USAGE_STATS": "1",
+        "DO_NOT_TRACK": "1",
+    }
+    if settings.get("hf_endpoint"):
+        environment["HF_ENDPOINT"] = str(settings["hf_endpoint"])
+    offline = is_local_model(model) or bool(settings.get("hf_offline"))
+    if offline:
+        environment["HF_HUB_OFFLINE"] = "1"
+        environment["TRANSFORMERS_OFFLINE"] = "1"
+    return {
+        "errors": [],
+        "argv": argv,
+        "environment": environment,
+        "dtype": dtype,
+        "tensor_parallel_size": len(gpus),
+        "offline": offline,
+        "health_url": health_url(str(settings["host"]), int(settings["port"])),
+    }
+
+
+# vLLM's profile run (0.5.4 worker.determine_num_available_blocks) measures the
+# peak of one batch of max_num_batched_tokens (max(max_model_len, 2048) with
+# chunked prefill off) plus the sampler's logits for max_num_seqs sequences.
+PROFILE_MIN_TOKENS = 2048
+PROFILE_SEQUENCES = 256
+CUDA_CONTEXT_MIB = 600
+MIB = 1 << 20
+
+
+def _ceil_mib(size: float) -> int:
+    return int(-(-size // MIB))
+
+
+def plan_memory(shape: Mapping[str, Any], weights_bytes: int, max_model_len: int, gpus: int,
+                gpu_memory_mib: int, utilization: float) -> Dict[str, Any]:
+    """Will one sequence of max_model_len fit in the share of each GPU vLLM takes?
+
+    Per GPU, in MiB: weights / gpus + activations of the profile batch (an
+    estimate: the MLP's and attention's inputs and outputs in fp16, plus fp32
+    logits) + CUDA context + f16 KV cache of max_model_len tokens
+    (2 x layers x kv_heads / gpus x head_dim x 2 bytes per token) must stay
+    within utilization x the GPU's memory. Returns the terms, "fits", and the
+    longest max_model_len that fits ("fitting_max_model_len", 0 when none).
+    """
+    if gpus < 1 or max_model_len < 1 or gpu_memory_mib < 1:
+        raise ValueError("gpus, max_model_len and gpu_memory_mib must be positive")
+    layers, kv_heads, head_dim = int(shape["layers"]), int(shape["kv_heads"]), int(shape["head_dim"])
+    hidden = int(shape.get("embedding_length") or shape["attention_heads"] * head_dim)
+    intermediate = int(shape.get("feed_forward_length") or 4 * hidden)
+    vocab = int(shape.get("vocab_size") or 32000)
+    kv_heads_per_gpu = max(1, kv_heads // gpus)  # fewer KV heads than ranks are replicated
+    kv_bytes_per_token = 2 * layers * kv_heads_per_gpu * head_dim * 2
+    budget = int(gpu_memory_mib * utilization)
+
+    def terms(length: int) -> Dict[str, int]:
+        tokens = max(length, PROFILE_MIN_TOKENS)
+        activations = tokens * (2 * intermediate + 4 * hidden) * 2 // gpus + PROFILE_SEQUENCES * vocab * 4
+        return {"weights_mib": _ceil_mib(weights_bytes / gpus), "activations_mib": _ceil_mib(activations),
+                "cuda_context_mib": CUDA_CONTEXT_MIB, "kv_cache_mib": _ceil_mib(kv_bytes_per_token * length)}
+
+    # The longest multiple of 16 tokens that fits (binary search: the need grows with the length).
+    low, high = 0, max_model_len // 16
+    while low < high:
+        middle = (low + high + 1) // 2
+        if sum(terms(middle * 16).values()) <= budget:
+            low = middle
+        else:
+            high = middle - 1
+    chosen = terms(max_model_len)
+    required = sum(chosen.values())
+    return dict(chosen, required_mib=required, budget_mib=budget, gpu_memory_mib=gpu_memory_mib,
+                utilization=utilization, gpus=gpus, max_model_len=max_model_len,
+                fits=required <= budget, fitting_max_model_len=max_model_len if required <= budget else low * 16)
+
+
+def memory_verdict(plan: Mapping[str, Any]) -> str:
+    """One line: the arithmetic, and when it does not fit, what would."""
+    arithmetic = ("weights %(weights_mib)d + activations %(activations_mib)d + CUDA context %(cuda_context_mib)d "
+                  "+ KV cache %(kv_cache_mib)d (f16, %(max_model_len)d tokens) = %(required_mib)d MiB of "
+                  "%(budget_mib)d MiB (%(utilization)g x %(gpu_memory_mib)d) per GPU, %(gpus)d GPU(s)" % plan)
+    if plan["fits"]:
+        return "fits: " + arithmetic
+    remedies = []
+    if plan["fitting_max_model_len"] >= 16:
+        remedies.append("lower vllm_server_max_model_len to %d" % plan["fitting_max_model_len"])
+    remedies.append("give it more GPUs (vllm_server_gpus)")
+    remedies.append("raise vllm_server_gpu_memory_utilization (at most 0.98)")
+    remedies.append("or use a smaller or GPTQ-quantized model")
+    return "does not fit: %s. To fit: %s" % (arithmetic, ", ".join(remedies))

@@ -1,0 +1,131 @@
+"""vllm_server_plan: the vLLM 0.5.4 command line, environment and refusals."""
+from __future__ import annotations
+
+import pytest
+from sample_gpus import v100_pcie_32gb
+
+from ansible.module_utils.memory_plan import shape_from_hf_config
+from ansible.module_utils.vllm_server_plan import (
+    effective_dtype,
+    hf_cache_dir,
+    memory_verdict,
+    plan_memory,
+    plan_server,
+    refused_extra_args,
+)
+
+TWO_V100 = [v100_pcie_32gb(0, driver=True), v100_pcie_32gb(1, driver=True)]
+
+
+def settings(**changes):
+    base = dict(python="/opt/vllm/0.5.4-abcdef0123/bin/python", model="Qwen/Qwen2.5-14B-Instruct-GPTQ-Int4",
+                served_model_name="", host="127.0.0.1", port=8000, gpus=[0, 1], gpu_count=2, gpu_facts=TWO_V100,
+                dtype="half", quantization="gptq", max_model_len=8192, gpu_memory_utilization=0.9,
+                enforce_eager=True, extra_args=[], api_key_set=False, state_dir="/var/lib/vllm-server",
+                hf_endpoint="", hf_offline=False)
+    base.update(changes)
+    return base
+
+
+def test_two_v100s_get_the_volta_command_line():
+    plan = plan_server(settings())
+    assert plan["errors"] == []
+    assert plan["argv"] == [
+        "/opt/vllm/0.5.4-abcdef0123/bin/python", "-m", "vllm.entrypoints.openai.api_server",
+        "--model", "Qwen/Qwen2.5-14B-Instruct-GPTQ-Int4", "--served-model-name", "Qwen/Qwen2.5-14B-Instruct-GPTQ-Int4",
+        "--host", "127.0.0.1", "--port", "8000", "--dtype", "half", "--tensor-parallel-size", "2",
+        "--gpu-memory-utilization", "0.9", "--max-model-len", "8192", "--download-dir", "/var/lib/vllm-server/hf/hub",
+        "--quantization", "gptq", "--enforce-eager", "--disable-log-requests"]
+    assert plan["environment"]["CUDA_VISIBLE_DEVICES"] == "0,1"
+    assert plan["environment"]["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
+    assert plan["environment"]["VLLM_NO_USAGE_STATS"] == "1"
+    assert "HF_HUB_OFFLINE" not in plan["environment"]
+    assert plan["health_url"] == "http://127.0.0.1:8000/health"
+
+
+def test_auto_dtype_becomes_half_below_compute_capability_8():
+    assert effective_dtype("auto", TWO_V100) == "half"
+    assert effective_dtype("auto", [dict(compute_capability="8.0")]) == "auto"
+    assert effective_dtype("auto", []) == "auto"
+    assert plan_server(settings(dtype="auto"))["dtype"] == "half"
+
+
+def test_bfloat16_on_volta_is_refused():
+    errors = plan_server(settings(dtype="bfloat16"))["errors"]
+    assert errors == ["vllm_dtype=bfloat16 cannot run below compute capability 8.0 (Volta): use half"]
+
+
+def test_a_local_folder_or_a_fetched_repository_runs_offline():
+    local = plan_server(settings(model="/srv/models/qwen2.5-14b-gptq"))
+    assert local["environment"]["HF_HUB_OFFLINE"] == "1" and local["offline"]
+    fetched = plan_server(settings(hf_offline=True, hf_endpoint="https://hf-mirror.com"))
+    assert fetched["environment"]["HF_HUB_OFFLINE"] == "1"
+    assert fetched["environment"]["HF_ENDPOINT"] == "https://hf-mirror.com"
+    assert hf_cache_dir("/var/lib/vllm-server", "Qwen/Qwen2.5-7B") == "/var/lib/vllm-server/hf/hub/models--Qwen--Qwen2.5-7B"
+
+
+def test_no_quantization_and_cuda_graphs_when_asked():
+    argv = plan_server(settings(quantization="", enforce_eager=False, extra_args=["--max-num-seqs", "16"]))["argv"]
+    assert "--quantization" not in argv and "--enforce-eager" not in argv
+    assert argv[-2:] == ["--max-num-seqs", "16"]
+
+
+@pytest.mark.parametrize("changes, message", [
+    (dict(host="0.0.0.0"), "vllm_server_host=0.0.0.0 exposes the API beyond this host without a key"),
+    (dict(model="qwen"), "vllm_server_model=qwen is neither an absolute path"),
+    (dict(model=""), 'vllm_server_model="" is neither'),
+    (dict(port=70000), "vllm_server_port=70000 must be 1-65535"),
+    (dict(gpus=[]), "vllm_server_gpus=[] must be a list of GPU indexes"),
+    (dict(gpus=[0, 0]), "vllm_server_gpus=[0, 0] names a GPU twice"),
+    (dict(gpus=[2]), "vllm_server_gpus=[2]: this host has 2 GPU(s), indexes 0-1"),
+    (dict(gpu_memory_utilization=1.0), "vllm_server_gpu_memory_utilization=1.0 must be between 0.1 and 0.98"),
+    (dict(max_model_len=0), "vllm_server_max_model_len=0 must be a whole number"),
+    (dict(extra_args=["--api-key=x"]), "--api-key (set vllm_server_api_key instead)"),
+    (dict(extra_args=["-tp", "4"]), "-tp (set vllm_server_gpus instead)"),
+])
+def test_refusals_name_the_variable(changes, message):
+    errors = plan_server(settings(**changes))["errors"]
+    assert any(message in error for error in errors), errors
+
+
+def test_an_exposed_server_with_a_key_is_fine():
+    plan = plan_server(settings(host="0.0.0.0", api_key_set=True))
+    assert plan["errors"] == [] and plan["health_url"] == "http://127.0.0.1:8000/health"
+
+
+def test_refused_extra_args_keep_other_flags():
+    assert refused_extra_args(["--max-num-seqs", "8", "--swap-space", "4"]) == []
+    assert refused_extra_args(["--dtype=float16"]) == ["--dtype (set vllm_dtype instead)"]
+
+
+# Qwen2.5-14B-Instruct's config.json fields (bf16 checkpoint, 29.5 GB of safetensors).
+QWEN25_14B = {"architectures": ["Qwen2ForCausalLM"], "num_hidden_layers": 48, "num_attention_heads": 40,
+              "num_key_value_heads": 8, "hidden_size": 5120, "intermediate_size": 13824, "vocab_size": 152064,
+              "max_position_embeddings": 32768, "torch_dtype": "bfloat16"}
+
+
+def test_fp16_14b_barely_fits_one_v100_at_2k_and_the_verdict_says_so():
+    shape = vars(shape_from_hf_config(QWEN25_14B))
+    plan = plan_memory(shape, 29_540_000_000, 8192, 1, 32768, 0.9)
+    assert not plan["fits"]
+    assert plan["weights_mib"] == 28172 and plan["kv_cache_mib"] == 1536 and plan["budget_mib"] == 29491
+    # At 2032 tokens the activations shrink to 336 MiB and 381 MiB of KV cache (0.1875 MiB a token) fit.
+    assert plan["fitting_max_model_len"] == 2032
+    verdict = memory_verdict(plan)
+    assert verdict.startswith("does not fit: weights 28172 + activations 901 + CUDA context 600 + KV cache 1536 "
+                              "(f16, 8192 tokens) = 31209 MiB of 29491 MiB (0.9 x 32768) per GPU, 1 GPU(s)")
+    assert "lower vllm_server_max_model_len to 2032, give it more GPUs (vllm_server_gpus)" in verdict
+    assert plan_memory(vars(shape_from_hf_config(QWEN25_14B)), 40_000_000_000, 8192, 1, 32768, 0.9)[
+        "fitting_max_model_len"] == 0
+
+
+def test_on_two_v100s_it_fits_and_a_too_long_context_gets_a_fitting_length():
+    shape = vars(shape_from_hf_config(QWEN25_14B))
+    two = plan_memory(shape, 29_540_000_000, 8192, 2, 32768, 0.9)
+    assert two["fits"] and two["weights_mib"] == 14086 and two["kv_cache_mib"] == 768
+    assert memory_verdict(two).startswith("fits: weights 14086")
+    long = plan_memory(shape, 29_540_000_000, 400_000, 2, 32768, 0.9)
+    assert not long["fits"]
+    assert 8192 < long["fitting_max_model_len"] < 400_000 and long["fitting_max_model_len"] % 16 == 0
+    assert plan_memory(shape, 29_540_000_000, long["fitting_max_model_len"], 2, 32768, 0.9)["fits"]
+    assert "lower vllm_server_max_model_len to %d" % long["fitting_max_model_len"] in memory_verdict(long)
