@@ -1,7 +1,8 @@
 """Filters over this project's module_utils: nvcc output (cuda_version.py),
 the llama.cpp build plan (llama_cpp_build.py), model sources
 (model_sources.py), llama-server instances (llama_server_plan.py), the vLLM
-server (vllm_server_plan.py), model shapes (memory_plan.py) and
+server (vllm_server_plan.py), pip's source options (pip_options.py), model
+shapes (memory_plan.py) and
 systemd unit syntax (systemd_unit.py), all
 pure functions unit-tested in tests/unit. module_utils are not importable from controller plugins outside
 a collection, so each file is loaded from its place in this project.
@@ -32,6 +33,7 @@ _MODELS = _module_utils("model_sources")
 _SERVER = _module_utils("llama_server_plan")
 _UNIT = _module_utils("systemd_unit")
 _VLLM = _module_utils("vllm_server_plan")
+_PIP = _module_utils("pip_options")
 # memory_plan imports these two.
 _module_utils("gguf_metadata")
 _module_utils("stack_rules")
@@ -90,6 +92,8 @@ class FilterModule:
             "systemd_environment": lambda value, name: _UNIT.environment_line(name, value),
             # settings | vllm_server_plan -> {"errors": [...], "argv": [...], "environment": {...}, ...}
             "vllm_server_plan": _VLLM.plan_server,
+            # {index_url, extra_index_urls, wheelhouse, ca_bundle, proxy} | pip_plan -> {"errors", "args", "environment"}
+            "pip_plan": _PIP.pip_plan,
             # config.json | hf_model_shape -> {layers, kv_heads, head_dim, architecture, quantization, dtype, ...}
             "hf_model_shape": hf_model_shape,
             # shape | vllm_memory_plan(weights_bytes, max_model_len, gpus, gpu_memory_mib, utilization)
