@@ -99,4 +99,6 @@ class FilterModule:
             # shape | vllm_memory_plan(weights_bytes, max_model_len, gpus, gpu_memory_mib, utilization)
             #   -> the terms, "fits", "fitting_max_model_len" and "verdict" (one line)
             "vllm_memory_plan": vllm_memory_plan,
+            # find's files | vllm_weights_bytes -> bytes vLLM loads (safetensors, else .bin)
+            "vllm_weights_bytes": _VLLM.weights_bytes,
         }

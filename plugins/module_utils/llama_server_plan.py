@@ -92,16 +92,13 @@ def _model_path(model: Any, models_files: Mapping[str, Mapping[str, Any]]) -> Tu
     return "", ""
 
 
-def refused_extra_args(extra_args: Sequence[str], role_flags: Optional[Mapping[str, str]] = None) -> List[str]:
-    """Extra arguments that repeat a flag the role sets (role_flags: flag -> its
-    variable; llama-server's by default), as "flag (set variable instead)"."""
-    flags = ROLE_FLAGS if role_flags is None else role_flags
+def refused_extra_args(extra_args: Sequence[str]) -> List[str]:
     refused = []
     for arg in extra_args:
         flag = str(arg).split("=", 1)[0]
-        if flag in flags:
+        if flag in ROLE_FLAGS:
             # The flag only: its value may be a key.
-            refused.append("%s (set %s instead)" % (flag, flags[flag]))
+            refused.append("%s (set %s instead)" % (flag, ROLE_FLAGS[flag]))
     return refused
 
 

@@ -15,7 +15,6 @@ import re
 from typing import Any, Dict, List, Mapping, Sequence
 
 from ansible.module_utils.llama_server_plan import health_url, is_loopback
-from ansible.module_utils.llama_server_plan import refused_extra_args as _refused_flags
 
 HF_REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
 SERVED_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$")
@@ -30,13 +29,30 @@ ROLE_FLAGS = {
     "--gpu-memory-utilization": "vllm_server_gpu_memory_utilization",
     "--max-model-len": "vllm_server_max_model_len", "--enforce-eager": "vllm_server_enforce_eager",
     "--api-key": "vllm_server_api_key", "--download-dir": "vllm_server_state_dir",
+    "--disable-frontend-multiprocessing": "(always set: see plan_server)",
+    "--disable-log-requests": "(always set)",
 }
 VOLTA_FREE_CC = (8, 0)  # bfloat16 and vLLM's "auto" choice of it
 
 
 def refused_extra_args(extra_args: Sequence[str]) -> List[str]:
-    """Extra arguments that repeat a flag the role sets, with the variable to use."""
-    return _refused_flags(extra_args, ROLE_FLAGS)
+    """Extra arguments that repeat a flag the role sets, with the variable to use.
+
+    vLLM's parser reads "_" as "-" and, being argparse, takes any unambiguous
+    prefix of a long flag: "--api_key" and "--api-ke" are --api-key. Both
+    forms are caught; only the flag is named (its value may be a key).
+    """
+    refused = []
+    for arg in extra_args:
+        flag = str(arg).split("=", 1)[0]
+        if flag.startswith("--"):
+            flag = "--" + flag[2:].replace("_", "-")
+            hits = [known for known in ROLE_FLAGS if known.startswith("--") and len(flag) > 3 and known.startswith(flag)]
+        else:
+            hits = [flag] if flag in ROLE_FLAGS else []
+        if hits:
+            refused.append("%s (set %s instead)" % (str(arg).split("=", 1)[0], ROLE_FLAGS[hits[0]]))
+    return refused
 
 
 def _capabilities(gpus: Sequence[Mapping[str, Any]]) -> List[tuple]:
@@ -115,7 +131,7 @@ def plan_server(settings: Mapping[str, Any]) -> Dict[str, Any]:
     gpus, gpu_count (0: unknown), gpu_facts (nvidia_gpus), dtype,
     quantization ("" none), max_model_len, gpu_memory_utilization,
     enforce_eager, extra_args, api_key_set, state_dir, hf_endpoint,
-    hf_offline (bool: the snapshot is there), disable_log_requests.
+    hf_offline (bool), allowed_networks (CIDRs for the IP allow-list).
     """
     errors = _errors(settings)
     if errors:
@@ -136,8 +152,10 @@ def plan_server(settings: Mapping[str, Any]) -> Dict[str, Any]:
         argv += ["--quantization", str(settings["quantization"])]
     if settings.get("enforce_eager"):
         argv.append("--enforce-eager")
-    if settings.get("disable_log_requests", True):
-        argv.append("--disable-log-requests")
+    # No prompts in the journal; and no engine RPC socket: in 0.5.4 the API
+    # process talks to the engine over tcp://127.0.0.1:5570, unpickling what
+    # arrives, which any local user could reach.
+    argv += ["--disable-log-requests", "--disable-frontend-multiprocessing"]
     argv += [str(arg) for arg in settings.get("extra_args") or []]
     state = str(settings["state_dir"])
     environment = {
@@ -158,6 +176,18 @@ def plan_server(settings: Mapping[str, Any]) -> Dict[str, Any]:
     if offline:
         environment["HF_HUB_OFFLINE"] = "1"
         environment["TRANSFORMERS_OFFLINE"] = "1"
+    # With tensor parallelism the ranks' own sockets (vLLM's shm_broadcast,
+    # torch's TCPStore) listen on every interface: an offline server gets an
+    # IP allow-list (loopback, plus vllm_server_allowed_networks when bound
+    # wider). A server that still downloads its model needs the network.
+    host = str(settings["host"])
+    networks = [str(n) for n in settings.get("allowed_networks") or []]
+    if not offline:
+        ip_allow = []
+    elif is_loopback(host):
+        ip_allow = ["localhost"]
+    else:
+        ip_allow = ["localhost"] + networks if networks else []
     return {
         "errors": [],
         "argv": argv,
@@ -165,16 +195,20 @@ def plan_server(settings: Mapping[str, Any]) -> Dict[str, Any]:
         "dtype": dtype,
         "tensor_parallel_size": len(gpus),
         "offline": offline,
-        "health_url": health_url(str(settings["host"]), int(settings["port"])),
+        "ip_allow": ip_allow,
+        "health_url": health_url(host, int(settings["port"])),
     }
 
 
 # vLLM's profile run (0.5.4 worker.determine_num_available_blocks) measures the
 # peak of one batch of max_num_batched_tokens (max(max_model_len, 2048) with
-# chunked prefill off) plus the sampler's logits for max_num_seqs sequences.
+# chunked prefill off) plus the sampler for max_num_seqs sequences, which
+# samples with top-k/top-p: about six fp32 [seqs, vocab] tensors (logits,
+# sorted values, int64 indices, probabilities, log-probabilities) on rank 0.
+# The CUDA context is outside the share (it exists before vLLM measures).
 PROFILE_MIN_TOKENS = 2048
 PROFILE_SEQUENCES = 256
-CUDA_CONTEXT_MIB = 600
+SAMPLER_TENSORS = 6
 MIB = 1 << 20
 
 
@@ -187,8 +221,8 @@ def plan_memory(shape: Mapping[str, Any], weights_bytes: int, max_model_len: int
     """Will one sequence of max_model_len fit in the share of each GPU vLLM takes?
 
     Per GPU, in MiB: weights / gpus + activations of the profile batch (an
-    estimate: the MLP's and attention's inputs and outputs in fp16, plus fp32
-    logits) + CUDA context + f16 KV cache of max_model_len tokens
+    estimate: the MLP's sharded intermediate and the unsharded hidden states
+    in fp16, plus the sampler's fp32 tensors) + f16 KV cache of max_model_len tokens
     (2 x layers x kv_heads / gpus x head_dim x 2 bytes per token) must stay
     within utilization x the GPU's memory. Returns the terms, "fits", and the
     longest max_model_len that fits ("fitting_max_model_len", 0 when none).
@@ -205,9 +239,10 @@ def plan_memory(shape: Mapping[str, Any], weights_bytes: int, max_model_len: int
 
     def terms(length: int) -> Dict[str, int]:
         tokens = max(length, PROFILE_MIN_TOKENS)
-        activations = tokens * (2 * intermediate + 4 * hidden) * 2 // gpus + PROFILE_SEQUENCES * vocab * 4
+        activations = (tokens * (2 * intermediate // gpus + 4 * hidden) * 2
+                       + SAMPLER_TENSORS * PROFILE_SEQUENCES * vocab * 4)
         return {"weights_mib": _ceil_mib(weights_bytes / gpus), "activations_mib": _ceil_mib(activations),
-                "cuda_context_mib": CUDA_CONTEXT_MIB, "kv_cache_mib": _ceil_mib(kv_bytes_per_token * length)}
+                "kv_cache_mib": _ceil_mib(kv_bytes_per_token * length)}
 
     # The longest multiple of 16 tokens that fits (binary search: the need grows with the length).
     low, high = 0, max_model_len // 16
@@ -224,9 +259,20 @@ def plan_memory(shape: Mapping[str, Any], weights_bytes: int, max_model_len: int
                 fits=required <= budget, fitting_max_model_len=max_model_len if required <= budget else low * 16)
 
 
+def weights_bytes(files: Sequence[Mapping[str, Any]]) -> int:
+    """Bytes vLLM loads from a model folder's files ({"path", "size"}): the
+    *.safetensors when there are any (without consolidated.safetensors, the
+    duplicate Mistral ships beside the shards), else the *.bin files."""
+    safetensors = [f for f in files if str(f["path"]).endswith(".safetensors")]
+    if len(safetensors) > 1:
+        safetensors = [f for f in safetensors if not str(f["path"]).endswith("/consolidated.safetensors")]
+    chosen = safetensors or [f for f in files if str(f["path"]).endswith(".bin")]
+    return sum(int(f["size"]) for f in chosen)
+
+
 def memory_verdict(plan: Mapping[str, Any]) -> str:
     """One line: the arithmetic, and when it does not fit, what would."""
-    arithmetic = ("weights %(weights_mib)d + activations %(activations_mib)d + CUDA context %(cuda_context_mib)d "
+    arithmetic = ("weights %(weights_mib)d + activations %(activations_mib)d "
                   "+ KV cache %(kv_cache_mib)d (f16, %(max_model_len)d tokens) = %(required_mib)d MiB of "
                   "%(budget_mib)d MiB (%(utilization)g x %(gpu_memory_mib)d) per GPU, %(gpus)d GPU(s)" % plan)
     if plan["fits"]:

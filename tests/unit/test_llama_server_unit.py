@@ -59,6 +59,8 @@ def test_percent_signs_are_escaped_in_the_description_and_command():
 
 def test_the_device_node_unit_makes_a_node_per_gpu():
     unit = render("nvidia-device-nodes.service.j2", nvidia_gpu_count=2)
-    assert "ExecStart=/usr/bin/nvidia-modprobe -u -c=0 -c=1" in unit
+    # nvidia-uvm once (each -u -c=N would remake /dev/nvidia-uvm with minor N), then nvidiactl and the GPUs.
+    assert "ExecStart=/usr/bin/nvidia-modprobe -u -c=0\n" in unit
+    assert "ExecStart=/usr/bin/nvidia-modprobe -c=255 -c=0 -c=1\n" in unit
     assert "ConditionPathIsExecutable=/usr/bin/nvidia-modprobe" in unit
     assert "RemainAfterExit=yes" in unit

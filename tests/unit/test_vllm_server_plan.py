@@ -12,6 +12,7 @@ from ansible.module_utils.vllm_server_plan import (
     plan_memory,
     plan_server,
     refused_extra_args,
+    weights_bytes,
 )
 
 TWO_V100 = [v100_pcie_32gb(0, driver=True), v100_pcie_32gb(1, driver=True)]
@@ -35,11 +36,13 @@ def test_two_v100s_get_the_volta_command_line():
         "--model", "Qwen/Qwen2.5-14B-Instruct-GPTQ-Int4", "--served-model-name", "Qwen/Qwen2.5-14B-Instruct-GPTQ-Int4",
         "--host", "127.0.0.1", "--port", "8000", "--dtype", "half", "--tensor-parallel-size", "2",
         "--gpu-memory-utilization", "0.9", "--max-model-len", "8192", "--download-dir", "/var/lib/vllm-server/hf/hub",
-        "--quantization", "gptq", "--enforce-eager", "--disable-log-requests"]
+        "--quantization", "gptq", "--enforce-eager", "--disable-log-requests", "--disable-frontend-multiprocessing"]
     assert plan["environment"]["CUDA_VISIBLE_DEVICES"] == "0,1"
     assert plan["environment"]["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
     assert plan["environment"]["VLLM_NO_USAGE_STATS"] == "1"
     assert "HF_HUB_OFFLINE" not in plan["environment"]
+    # Still downloading: no IP allow-list.
+    assert plan["ip_allow"] == []
     assert plan["health_url"] == "http://127.0.0.1:8000/health"
 
 
@@ -59,7 +62,7 @@ def test_a_local_folder_or_a_fetched_repository_runs_offline():
     local = plan_server(settings(model="/srv/models/qwen2.5-14b-gptq"))
     assert local["environment"]["HF_HUB_OFFLINE"] == "1" and local["offline"]
     fetched = plan_server(settings(hf_offline=True, hf_endpoint="https://hf-mirror.com"))
-    assert fetched["environment"]["HF_HUB_OFFLINE"] == "1"
+    assert fetched["environment"]["HF_HUB_OFFLINE"] == "1" and fetched["ip_allow"] == ["localhost"]
     assert fetched["environment"]["HF_ENDPOINT"] == "https://hf-mirror.com"
     assert hf_cache_dir("/var/lib/vllm-server", "Qwen/Qwen2.5-7B") == "/var/lib/vllm-server/hf/hub/models--Qwen--Qwen2.5-7B"
 
@@ -82,6 +85,11 @@ def test_no_quantization_and_cuda_graphs_when_asked():
     (dict(max_model_len=0), "vllm_server_max_model_len=0 must be a whole number"),
     (dict(extra_args=["--api-key=x"]), "--api-key (set vllm_server_api_key instead)"),
     (dict(extra_args=["-tp", "4"]), "-tp (set vllm_server_gpus instead)"),
+    # vLLM reads _ as - and argparse takes unambiguous prefixes.
+    (dict(extra_args=["--api_key", "k"]), "--api_key (set vllm_server_api_key instead)"),
+    (dict(extra_args=["--api-ke=k"]), "--api-ke (set vllm_server_api_key instead)"),
+    (dict(extra_args=["--tensor_parallel_size", "1"]), "--tensor_parallel_size (set vllm_server_gpus instead)"),
+    (dict(extra_args=["--max-model", "99999"]), "--max-model (set vllm_server_max_model_len instead)"),
 ])
 def test_refusals_name_the_variable(changes, message):
     errors = plan_server(settings(**changes))["errors"]
@@ -93,8 +101,16 @@ def test_an_exposed_server_with_a_key_is_fine():
     assert plan["errors"] == [] and plan["health_url"] == "http://127.0.0.1:8000/health"
 
 
+def test_an_exposed_offline_server_allows_loopback_and_its_client_networks():
+    exposed = dict(host="0.0.0.0", api_key_set=True, hf_offline=True)
+    assert plan_server(settings(**exposed, allowed_networks=["192.168.1.0/24"]))["ip_allow"] == [
+        "localhost", "192.168.1.0/24"]
+    # No networks listed: no allow-list (it would lock the clients out).
+    assert plan_server(settings(**exposed))["ip_allow"] == []
+
+
 def test_refused_extra_args_keep_other_flags():
-    assert refused_extra_args(["--max-num-seqs", "8", "--swap-space", "4"]) == []
+    assert refused_extra_args(["--max-num-seqs", "8", "--swap-space", "4", "--max_num_batched_tokens", "4096"]) == []
     assert refused_extra_args(["--dtype=float16"]) == ["--dtype (set vllm_dtype instead)"]
 
 
@@ -104,17 +120,19 @@ QWEN25_14B = {"architectures": ["Qwen2ForCausalLM"], "num_hidden_layers": 48, "n
               "max_position_embeddings": 32768, "torch_dtype": "bfloat16"}
 
 
-def test_fp16_14b_barely_fits_one_v100_at_2k_and_the_verdict_says_so():
+def test_fp16_14b_fits_one_v100_only_below_1300_tokens_and_the_verdict_says_so():
     shape = vars(shape_from_hf_config(QWEN25_14B))
     plan = plan_memory(shape, 29_540_000_000, 8192, 1, 32768, 0.9)
     assert not plan["fits"]
     assert plan["weights_mib"] == 28172 and plan["kv_cache_mib"] == 1536 and plan["budget_mib"] == 29491
-    # At 2032 tokens the activations shrink to 336 MiB and 381 MiB of KV cache (0.1875 MiB a token) fit.
-    assert plan["fitting_max_model_len"] == 2032
+    # Activations: 8192 x (2 x 13824 + 4 x 5120) x 2 B = 752 MiB, sampler 6 x 256 x 152064 x 4 B = 891 MiB.
+    assert plan["activations_mib"] == 1643
+    # Below 2048 tokens the profile batch stays at 2048 (1079 MiB); 1280 tokens of KV (240 MiB) fill the rest.
+    assert plan["fitting_max_model_len"] == 1280
     verdict = memory_verdict(plan)
-    assert verdict.startswith("does not fit: weights 28172 + activations 901 + CUDA context 600 + KV cache 1536 "
-                              "(f16, 8192 tokens) = 31209 MiB of 29491 MiB (0.9 x 32768) per GPU, 1 GPU(s)")
-    assert "lower vllm_server_max_model_len to 2032, give it more GPUs (vllm_server_gpus)" in verdict
+    assert verdict.startswith("does not fit: weights 28172 + activations 1643 + KV cache 1536 "
+                              "(f16, 8192 tokens) = 31351 MiB of 29491 MiB (0.9 x 32768) per GPU, 1 GPU(s)")
+    assert "lower vllm_server_max_model_len to 1280, give it more GPUs (vllm_server_gpus)" in verdict
     assert plan_memory(vars(shape_from_hf_config(QWEN25_14B)), 40_000_000_000, 8192, 1, 32768, 0.9)[
         "fitting_max_model_len"] == 0
 
@@ -129,3 +147,13 @@ def test_on_two_v100s_it_fits_and_a_too_long_context_gets_a_fitting_length():
     assert 8192 < long["fitting_max_model_len"] < 400_000 and long["fitting_max_model_len"] % 16 == 0
     assert plan_memory(shape, 29_540_000_000, long["fitting_max_model_len"], 2, 32768, 0.9)["fits"]
     assert "lower vllm_server_max_model_len to %d" % long["fitting_max_model_len"] in memory_verdict(long)
+
+
+def test_weights_are_the_safetensors_without_mistrals_consolidated_copy():
+    mistral = [{"path": "/m/consolidated.safetensors", "size": 14}, {"path": "/m/model-00001-of-00002.safetensors",
+               "size": 9}, {"path": "/m/model-00002-of-00002.safetensors", "size": 5}]
+    assert weights_bytes(mistral) == 14
+    llama2 = [{"path": "/m/model-00001-of-00002.safetensors", "size": 9}, {"path": "/m/pytorch_model.bin", "size": 14}]
+    assert weights_bytes(llama2) == 9
+    assert weights_bytes([{"path": "/m/pytorch_model.bin", "size": 14}]) == 14
+    assert weights_bytes([{"path": "/m/consolidated.safetensors", "size": 14}]) == 14

@@ -59,17 +59,21 @@ def test_unit_has_the_volta_flags(host):
     unit = host.file(UNIT).content_string
     exec_start = next(line for line in unit.splitlines() if line.startswith("ExecStart="))
     linked = host.file(CURRENT).linked_to
-    assert exec_start.startswith(f"ExecStart={linked}/bin/python -m vllm.entrypoints.openai.api_server ")
+    # current in ExecStart (a rollback of the link works), the install it names recorded above.
+    assert exec_start.startswith(f"ExecStart={CURRENT}/bin/python -m vllm.entrypoints.openai.api_server ")
+    assert f"# vLLM from {CURRENT} -> {linked}\n" in unit
     for flag in ("--model Qwen/Qwen2.5-14B-Instruct-GPTQ-Int4", "--served-model-name qwen2.5-14b",
                  "--host 127.0.0.1", "--port 8000", "--dtype half", "--tensor-parallel-size 2",
                  "--quantization gptq", "--enforce-eager", "--max-model-len 8192",
-                 "--gpu-memory-utilization 0.9", "--disable-log-requests"):
+                 "--gpu-memory-utilization 0.9", "--disable-log-requests", "--disable-frontend-multiprocessing"):
         assert flag in exec_start, flag
     assert 'Environment="CUDA_VISIBLE_DEVICES=0,1"' in unit
     assert 'Environment="HF_ENDPOINT=https://hf-mirror.example"' in unit
     assert 'Environment="VLLM_NO_USAGE_STATS=1"' in unit
-    # Not downloaded yet: vLLM may still fetch it.
-    assert "HF_HUB_OFFLINE" not in unit
+    # Offline (vllm_server_hf_offline): no downloads, so only loopback peers.
+    assert 'Environment="HF_HUB_OFFLINE=1"' in unit
+    assert "IPAddressDeny=any\nIPAddressAllow=localhost\n" in unit
+    assert "SystemCallErrorNumber=EPERM" in unit
     assert "EnvironmentFile=/etc/vllm-server/vllm-server.env" in unit
     assert "nvidia-device-nodes.service" in unit and "DevicePolicy=closed" in unit
 
@@ -77,7 +81,7 @@ def test_unit_has_the_volta_flags(host):
 def test_the_key_is_in_the_root_only_file_and_nowhere_else(host):
     env = host.file("/etc/vllm-server/vllm-server.env")
     assert env.user == "root" and env.mode == 0o600
-    assert f"VLLM_API_KEY={KEY}" in env.content_string
+    assert f'VLLM_API_KEY="{KEY}"' in env.content_string
     assert KEY not in host.file(UNIT).content_string
     assert KEY not in host.check_output("journalctl --no-pager -q 2>/dev/null || true")
 
