@@ -76,11 +76,6 @@ def is_local_model(model: str) -> bool:
     return model.startswith("/")
 
 
-def hf_cache_dir(state_dir: str, model: str) -> str:
-    """Where huggingface_hub keeps a repository's snapshots under HF_HOME=<state_dir>/hf."""
-    return "%s/hf/hub/models--%s" % (state_dir, model.replace("/", "--"))
-
-
 def _errors(settings: Mapping[str, Any]) -> List[str]:
     errors = []
     model = str(settings.get("model") or "")

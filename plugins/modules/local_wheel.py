@@ -110,10 +110,10 @@ def main() -> None:
         with open(temporary, "wb") as handle:
             handle.write(data)
         os.replace(temporary, path)
-    if not module.check_mode or not changed:
+    # The mode of a file that is there (in check mode: only if it stays).
+    if os.path.exists(path) and not (module.check_mode and changed):
         changed = module.set_fs_attributes_if_different(
-            module.load_file_common_arguments(dict(path=path, mode=params["mode"])), changed) \
-            if os.path.exists(path) else changed
+            module.load_file_common_arguments(dict(path=path, mode=params["mode"])), changed)
     module.exit_json(changed=changed, path=path, sha256=digest)
 
 
