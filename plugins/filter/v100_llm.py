@@ -2,7 +2,8 @@
 the llama.cpp build plan (llama_cpp_build.py), model sources
 (model_sources.py), llama-server instances (llama_server_plan.py), the vLLM
 server (vllm_server_plan.py), pip's source options (pip_options.py), model
-shapes (memory_plan.py) and
+shapes (memory_plan.py), the default CUDA toolkit (stack_rules.py), Debian's
+archive components (debian_sources.py) and
 systemd unit syntax (systemd_unit.py), all
 pure functions unit-tested in tests/unit. module_utils are not importable from controller plugins outside
 a collection, so each file is loaded from its place in this project.
@@ -34,10 +35,20 @@ _SERVER = _module_utils("llama_server_plan")
 _UNIT = _module_utils("systemd_unit")
 _VLLM = _module_utils("vllm_server_plan")
 _PIP = _module_utils("pip_options")
-# memory_plan imports these two.
+_DEBIAN = _module_utils("debian_sources")
+# stack_rules imports nvidia_releases; memory_plan imports gguf_metadata and stack_rules.
+_module_utils("nvidia_releases")
 _module_utils("gguf_metadata")
-_module_utils("stack_rules")
+_RULES = _module_utils("stack_rules")
 _MEMORY = _module_utils("memory_plan")
+
+
+def cuda_toolkit_default(facts: Mapping[str, Any], branch: Any) -> str:
+    """ansible_facts | cuda_toolkit_default(nvidia_driver_branch) -> "12.9": the release preflight checks."""
+    request = _RULES.StackRequest(distribution=facts.get("distribution", ""),
+                                  distribution_version=facts.get("distribution_version", ""),
+                                  nvidia_driver_branch=str(branch), cuda_toolkit_version="")
+    return _RULES.resolve_cuda_toolkit(request)
 
 
 def vllm_memory_plan(shape: Mapping[str, Any], *args: Any) -> Dict[str, Any]:
@@ -78,6 +89,9 @@ class FilterModule:
         return {
             # "...release 12.4, V12.4.131..." | nvcc_release -> "12.4" (None when absent)
             "nvcc_release": _CUDA.nvcc_release,
+            "cuda_toolkit_default": cuda_toolkit_default,
+            # apt-get indextargets output | debian_missing_components(release, own_files) -> [{suite, components}]
+            "debian_missing_components": _DEBIAN.missing_components,
             "llama_cpp_build_plan": llama_cpp_build_plan,
             "llama_cpp_refused_args": llama_cpp_refused_args,
             # models_list | models_fetch_plan(models_dir, hf_endpoint) -> {"models": [...], "errors": [...]}

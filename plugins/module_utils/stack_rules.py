@@ -19,8 +19,23 @@ Runs on the managed host's Python (3.8+): no third-party imports, no `match`.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from ansible.module_utils.nvidia_releases import (
+    DRIVER_BRANCH_LIFECYCLE,
+    DISTRIBUTION_GCC,
+    MAINTAINED_VOLTA_BRANCH,
+    NVCC_MAX_GCC,
+    SOURCE_HOST_GCC,
+    SOURCE_LIFECYCLE,
+    SOURCE_REPO_TOOLKITS,
+    UNSUPPORTED_BRANCHES,
+    accepts_gcc,
+    carried_toolkits,
+    default_toolkit,
+    repo_name,
+)
 
 Capability = Tuple[int, int]
 Version = Tuple[int, ...]
@@ -32,7 +47,7 @@ SOURCE_GPU_REQUIRED = "DESIGN.md, Public variables (preflight_require_gpu)"
 SOURCE_BRANCHES = FACTS + ", Driver branches"
 SOURCE_OPEN_MODULES = FACTS + ", Driver branches (open GPU kernel modules need GSP)"
 SOURCE_CUDA = FACTS + ", CUDA toolkit"
-SOURCE_CUDA_DRIVER = FACTS + ", Driver branches (max CUDA) and CUDA toolkit"
+SOURCE_CUDA_DRIVER = FACTS + ", CUDA toolkit (minor version compatibility: CUDA Compatibility guide)"
 SOURCE_MACHINE_CODE = FACTS + ", CUDA toolkit (ship sm_70 machine code)"
 SOURCE_LLAMA_CPP = FACTS + ", llama.cpp (GGML_NATIVE builds for the GPU present at build time)"
 SOURCE_VLLM_VERSIONS = FACTS + ", vLLM (version table)"
@@ -46,7 +61,8 @@ SOURCE_VLLM_DTYPE = FACTS + ", vLLM (dtype)"
 # (ansible_distribution, major version for Debian / major.minor for Ubuntu)
 SUPPORTED_SYSTEMS = (("Ubuntu", "22.04"), ("Ubuntu", "24.04"), ("Debian", "12"))
 
-# Driver branch -> newest CUDA toolkit it runs. VOLTA_FACTS.md, Driver branches.
+# Driver branch -> the CUDA it ships (nvidia-smi's "CUDA Version"). Not a ceiling
+# for the toolkit: see FIRST_BRANCH_FOR_CUDA_MAJOR. VOLTA_FACTS.md, Driver branches.
 DRIVER_BRANCH_MAX_CUDA: Dict[int, Tuple[int, int]] = {
     535: (12, 2),
     550: (12, 4),
@@ -54,11 +70,15 @@ DRIVER_BRANCH_MAX_CUDA: Dict[int, Tuple[int, int]] = {
     575: (12, 9),
     580: (13, 0),
 }
-DEFAULT_DRIVER_BRANCH = 550
+DEFAULT_DRIVER_BRANCH = 580
 # 590 and newer ignore Volta ("supported through the NVIDIA 580.xx Legacy drivers").
 FIRST_BRANCH_WITHOUT_VOLTA = 590
 DRIVER_FLAVORS = ("proprietary", "open")
 
+# Minor version compatibility (NVIDIA's CUDA Compatibility guide, "Minor Version
+# Compatibility"): CUDA 12.x applications run on drivers >= 525, 13.x on >= 580.
+FIRST_BRANCH_FOR_CUDA_MAJOR = {12: 525, 13: 580}
+# Only where the distribution is unknown (refused anyway); else nvidia_releases.default_toolkit.
 DEFAULT_CUDA_TOOLKIT = (12, 4)
 _CUDA_VERSION = re.compile(r"^(\d+)\.(\d+)$")
 CUDA_TOOLKIT_MAJORS = (12, 13)
@@ -154,7 +174,8 @@ class StackRequest:
 
     nvidia_driver_branch: str = str(DEFAULT_DRIVER_BRANCH)
     nvidia_driver_flavor: str = "proprietary"
-    cuda_toolkit_version: str = "12.4"
+    # "" = the default for the distribution and branch (resolve_cuda_toolkit).
+    cuda_toolkit_version: str = ""
     llama_cpp_cuda_architectures: str = ""
     vllm_enabled: bool = True
     vllm_version: str = DEFAULT_VLLM_VERSION
@@ -236,22 +257,19 @@ def _parse_branch(text: Any) -> Optional[int]:
     return int(text) if text.isdigit() else None
 
 
-def _newest_cuda_for(branch: Optional[int], gpus: Sequence[Gpu]) -> Tuple[Tuple[int, int], str]:
-    """The toolkit to suggest, and why: the branch's max CUDA, capped at 12.x for pre-Turing GPUs."""
-    branch_max = DRIVER_BRANCH_MAX_CUDA.get(branch) if branch is not None else None
-    if branch_max is None:
+def _suggested_cuda(branch: Optional[int], repo: Optional[str], gpus: Sequence[Gpu]) -> Tuple[Tuple[int, int], str]:
+    """The toolkit to suggest in a refusal, and why."""
+    branch_cuda = DRIVER_BRANCH_MAX_CUDA.get(branch) if branch is not None else None
+    if repo:
+        default = default_toolkit(repo, branch_cuda)
+        if default is not None:
+            return default, "the default for %s%s" % (
+                repo, " with the %d branch" % branch if branch_cuda else "")
+    if branch_cuda is None:
         return DEFAULT_CUDA_TOOLKIT, "the toolkit's default"
-    if gpus_below(gpus, TURING) and branch_max > NEWEST_CUDA_FOR_VOLTA:
+    if gpus_below(gpus, TURING) and branch_cuda > NEWEST_CUDA_FOR_VOLTA:
         return NEWEST_CUDA_FOR_VOLTA, "the newest CUDA 12, which the %d branch runs" % branch
-    return branch_max, "the newest the %d branch runs" % branch
-
-
-def _branch_for_cuda(toolkit: Tuple[int, int]) -> Optional[int]:
-    """The oldest known branch that runs this toolkit."""
-    for branch in sorted(DRIVER_BRANCH_MAX_CUDA):
-        if DRIVER_BRANCH_MAX_CUDA[branch] >= toolkit:
-            return branch
-    return None
+    return branch_cuda, "the CUDA the %d branch ships" % branch
 
 
 # ---------------------------------------------------------------------------
@@ -310,7 +328,7 @@ def check_driver_branch(request: StackRequest, gpus: Sequence[Gpu]) -> List[Refu
     branch = _parse_branch(value)
     if branch is None:
         return [Refusal("nvidia_driver_branch", value,
-                        "is not a driver branch number (e.g. 550)", fix, SOURCE_BRANCHES)]
+                        "is not a driver branch number (e.g. 580)", fix, SOURCE_BRANCHES)]
     if branch >= FIRST_BRANCH_WITHOUT_VOLTA:
         old = gpus_below(gpus, TURING)
         if not old:
@@ -356,18 +374,33 @@ def check_driver_flavor(request: StackRequest, gpus: Sequence[Gpu]) -> List[Refu
     )]
 
 
-def check_cuda_toolkit(request: StackRequest, gpus: Sequence[Gpu]) -> List[Refusal]:
-    """12.x or 13.x; 13.x needs every GPU at cc >= 7.5; never newer than the driver runs.
-
-    Sources: VOLTA_FACTS.md, CUDA toolkit (CUDA 13.0 removed sm_70; a toolkit
-    newer than the driver's max CUDA fails at run time) and Driver branches
-    (max CUDA per branch). One refusal at most: the first problem found.
-    """
-    value = str(request.cuda_toolkit_version or "")
+def resolve_cuda_toolkit(request: StackRequest) -> str:
+    """The toolkit the roles will install: cuda_toolkit_version, or when it is empty the default for the
+    distribution's NVIDIA repository and the driver branch (nvidia_releases.default_toolkit)."""
+    value = str(request.cuda_toolkit_version or "").strip()
+    if value:
+        return value
+    repo = repo_name(request.distribution, request.distribution_version)
     branch = _parse_branch(request.nvidia_driver_branch)
-    suggestion, why = _newest_cuda_for(branch, gpus)
+    default = default_toolkit(repo, DRIVER_BRANCH_MAX_CUDA.get(branch)) if repo else None
+    return format_major_minor(default or DEFAULT_CUDA_TOOLKIT)
+
+
+def check_cuda_toolkit(request: StackRequest, gpus: Sequence[Gpu]) -> List[Refusal]:
+    """12.x or 13.x; 13.x needs every GPU at cc >= 7.5; the branch must run the major; 12.x must be carried.
+
+    Sources: VOLTA_FACTS.md, CUDA toolkit (CUDA 13.0 removed sm_70; minor
+    version compatibility: a 12.x toolkit runs on any driver >= 525, a 13.x one
+    on >= 580; which 12.x NVIDIA's repository carries per distribution). A 12.x
+    newer than the CUDA the branch ships is allowed: stack_warnings() says what
+    minor version compatibility does not cover. One refusal at most.
+    """
+    value = resolve_cuda_toolkit(request)
+    branch = _parse_branch(request.nvidia_driver_branch)
+    repo = repo_name(request.distribution, request.distribution_version)
+    suggestion, why = _suggested_cuda(branch, repo, gpus)
     fix = "Use %s (%s)" % (format_major_minor(suggestion), why)
-    match = _CUDA_VERSION.match(value.strip())
+    match = _CUDA_VERSION.match(value)
     if match is None:
         return [Refusal("cuda_toolkit_version", value,
                         "is not a CUDA toolkit version of the form 12.x or 13.x", fix, SOURCE_CUDA)]
@@ -383,17 +416,24 @@ def check_cuda_toolkit(request: StackRequest, gpus: Sequence[Gpu]) -> List[Refus
             "'sm_70'\")" % describe_gpu(old[0]),
             fix, SOURCE_CUDA,
         )]
-    branch_max = DRIVER_BRANCH_MAX_CUDA.get(branch) if branch is not None else None
-    if branch_max is None or toolkit <= branch_max:
-        return []
-    needed = _branch_for_cuda(toolkit)
-    alternative = "nvidia_driver_branch=%d" % needed if needed else "a driver branch that runs CUDA %s" % value
-    return [Refusal(
-        "cuda_toolkit_version", value,
-        "is newer than the %d driver branch runs (CUDA %s at most): its binaries fail with \"CUDA "
-        "driver version is insufficient for CUDA runtime version\"" % (branch, format_major_minor(branch_max)),
-        "%s, or %s" % (fix, alternative), SOURCE_CUDA_DRIVER,
-    )]
+    first_branch = FIRST_BRANCH_FOR_CUDA_MAJOR[toolkit[0]]
+    if branch is not None and branch < first_branch:
+        return [Refusal(
+            "cuda_toolkit_version", value,
+            "needs a driver of branch %d or newer: minor version compatibility covers CUDA %d.x on drivers "
+            ">= %d only, and the %d branch is older (\"CUDA driver version is insufficient for CUDA runtime "
+            "version\")" % (first_branch, toolkit[0], first_branch, branch),
+            "%s, or nvidia_driver_branch=%d" % (fix, first_branch), SOURCE_CUDA_DRIVER,
+        )]
+    carried = carried_toolkits(repo) if repo else ()
+    if toolkit[0] == 12 and carried and toolkit not in carried:
+        return [Refusal(
+            "cuda_toolkit_version", value,
+            "is not in NVIDIA's %s repository (it carries cuda-toolkit-12-<minor> for %s only)"
+            % (repo, ", ".join(format_major_minor(release) for release in carried)),
+            fix, SOURCE_REPO_TOOLKITS,
+        )]
+    return []
 
 
 def parse_cuda_architectures(value: str) -> List[str]:
@@ -659,6 +699,7 @@ def check_vllm_dtype(request: StackRequest, gpus: Sequence[Gpu]) -> List[Refusal
 
 def check_stack(request: StackRequest, gpus: Sequence[Gpu]) -> List[Refusal]:
     """Every rule, in the order a reader fixes them: system, GPU, driver, CUDA, llama.cpp, vLLM."""
+    request = replace(request, cuda_toolkit_version=resolve_cuda_toolkit(request))
     refusals = check_system(request)
     refusals += check_gpu_present(request, gpus)
     refusals += check_driver_branch(request, gpus)
@@ -670,3 +711,65 @@ def check_stack(request: StackRequest, gpus: Sequence[Gpu]) -> List[Refusal]:
         refusals += check_vllm_quantization(request, gpus)
         refusals += check_vllm_dtype(request, gpus)
     return refusals
+
+
+# ---------------------------------------------------------------------------
+# Warnings: allowed, but the user should know (each names its source)
+# ---------------------------------------------------------------------------
+
+
+def minor_compatibility_warnings(request: StackRequest) -> List[str]:
+    """A 12.x toolkit newer than the CUDA the branch ships runs through minor version compatibility."""
+    toolkit = parse_major_minor(resolve_cuda_toolkit(request))
+    branch = _parse_branch(request.nvidia_driver_branch)
+    shipped = DRIVER_BRANCH_MAX_CUDA.get(branch) if branch is not None else None
+    if toolkit is None or shipped is None or toolkit <= shipped or toolkit[0] != shipped[0]:
+        return []
+    return ["cuda_toolkit_version=%s is newer than CUDA %s, which the %d driver branch ships: it runs through "
+            "CUDA minor version compatibility (any %d.x on a driver >= %d). Its limits: PTX newer than the driver "
+            "cannot be JIT-compiled, so builds must carry machine code for the GPU (llama.cpp's \"70\" does), "
+            "and a few newer APIs return cudaErrorCallRequiresNewerDriver. For none of these limits use "
+            "cuda_toolkit_version=%s or a newer branch. [source: %s]"
+            % (format_major_minor(toolkit), format_major_minor(shipped), branch, toolkit[0],
+               FIRST_BRANCH_FOR_CUDA_MAJOR[toolkit[0]], format_major_minor(shipped), SOURCE_CUDA_DRIVER)]
+
+
+def host_compiler_warnings(request: StackRequest) -> List[str]:
+    """nvcc refuses a host GCC newer than its release supports; the distribution's default may be one."""
+    toolkit = parse_major_minor(resolve_cuda_toolkit(request))
+    repo = repo_name(request.distribution, request.distribution_version)
+    gcc = DISTRIBUTION_GCC.get(repo) if repo else None
+    if toolkit is None or accepts_gcc(toolkit, gcc):
+        return []
+    return ["cuda_toolkit_version=%s: its nvcc accepts GCC %d at most, and %s's default GCC is %d, so builds with "
+            "it fail (\"unsupported GNU version!\") unless an older gcc/g++ is installed and passed as the CUDA "
+            "host compiler. [source: %s]" % (format_major_minor(toolkit), NVCC_MAX_GCC[toolkit], repo, gcc,
+                                             SOURCE_HOST_GCC)]
+
+
+def branch_lifecycle_warnings(request: StackRequest, gpus: Sequence[Gpu], today: str) -> List[str]:
+    """A branch past its end of life, or gone from NVIDIA's support table, gets no security fixes.
+
+    `today` is "YYYY-MM" or a longer ISO date; an end of life "2026-06" covers all of June.
+    """
+    branch = _parse_branch(request.nvidia_driver_branch)
+    if branch in UNSUPPORTED_BRANCHES:
+        status = "(%s) is no longer in NVIDIA's table of supported data-center branches" % UNSUPPORTED_BRANCHES[branch]
+    elif branch in DRIVER_BRANCH_LIFECYCLE and str(today)[:7] > DRIVER_BRANCH_LIFECYCLE[branch][1]:
+        status = "(%s) reached its end of life in %s" % DRIVER_BRANCH_LIFECYCLE[branch]
+    else:
+        return []
+    if gpus_below(gpus, TURING) or not gpus:
+        kind, end = DRIVER_BRANCH_LIFECYCLE[MAINTAINED_VOLTA_BRANCH]
+        advice = ("use nvidia_driver_branch=%d, the long-term branch that still drives Volta (%s, supported to %s)"
+                  % (MAINTAINED_VOLTA_BRANCH, kind, end))
+    else:
+        advice = "use a branch NVIDIA still supports"
+    return ["nvidia_driver_branch=%d %s and gets no security fixes: %s. [source: %s]"
+            % (branch, status, advice, SOURCE_LIFECYCLE)]
+
+
+def stack_warnings(request: StackRequest, gpus: Sequence[Gpu], today: str) -> List[str]:
+    """Every warning about the requested stack (host readiness warnings live in host_readiness)."""
+    return (branch_lifecycle_warnings(request, gpus, today) + minor_compatibility_warnings(request)
+            + host_compiler_warnings(request))

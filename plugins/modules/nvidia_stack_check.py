@@ -14,7 +14,8 @@ description:
   - Fails, listing every refusal with the variable, its value, the reason, what to use instead and
     the rule's source, when any rule refuses. Nothing on the host is changed either way.
   - Warnings (missing kernel headers, Secure Boot, nouveau, low disk, narrow PCIe link, small BAR1,
-    throttling, GPUs missing from the catalogue) never fail the task.
+    throttling, GPUs missing from the catalogue, a driver branch past its end of life, a toolkit that runs
+    through CUDA minor version compatibility or whose nvcc refuses the distribution's GCC) never fail the task.
 version_added: "1.0.0"
 options:
   gpus:
@@ -42,15 +43,18 @@ options:
   nvidia_driver_branch:
     description: The public variable C(nvidia_driver_branch).
     type: str
-    default: "550"
+    default: "580"
   nvidia_driver_flavor:
     description: The public variable C(nvidia_driver_flavor), C(proprietary) or C(open).
     type: str
     default: proprietary
   cuda_toolkit_version:
-    description: The public variable C(cuda_toolkit_version), C(12.x) or C(13.x).
+    description:
+      - The public variable C(cuda_toolkit_version), C(12.x) or C(13.x).
+      - Empty picks the default for the distribution's NVIDIA repository and the driver branch (a 12.x the
+        repository carries and the distribution's GCC accepts); the result's C(cuda_toolkit_version) says which.
     type: str
-    default: "12.4"
+    default: ""
   llama_cpp_cuda_architectures:
     description:
       - The public variable C(llama_cpp_cuda_architectures), a CMake list (C(70), C(70;80), C(70-real); commas
@@ -262,7 +266,7 @@ refusals:
     - variable: cuda_toolkit_version
       value: "13.0"
       reason: "cannot build for Tesla V100-PCIE-32GB (compute capability 7.0): CUDA 13 removed sm_70 (...)"
-      fix: Use 12.4 (the newest the 550 branch runs)
+      fix: Use 12.4 (the default for ubuntu2204 with the 550 branch)
       source: VOLTA_FACTS.md, CUDA toolkit
       message: "cuda_toolkit_version=13.0 cannot build for ... Use 12.4 (...). [source: VOLTA_FACTS.md, CUDA toolkit]"
 readiness_warnings:
@@ -281,6 +285,11 @@ memory_plans:
   returned: always
   type: list
   elements: dict
+cuda_toolkit_version:
+  description: The CUDA toolkit the roles install, C(cuda_toolkit_version) or the default it resolved to.
+  returned: always
+  type: str
+  sample: "12.4"
 cuda_architectures:
   description: The CMake CUDA architecture list llama.cpp should be built with, derived or normalised (C(70)).
   returned: always
@@ -299,6 +308,7 @@ msg:
   type: str
 """
 
+import datetime
 import os
 import platform
 
@@ -319,6 +329,8 @@ from ansible.module_utils.stack_rules import (
     format_major_minor,
     min_compute_capability,
     resolve_cuda_architectures,
+    resolve_cuda_toolkit,
+    stack_warnings,
 )
 
 REQUEST_OPTIONS = (
@@ -354,9 +366,9 @@ ARGUMENT_SPEC = dict(
     distribution=dict(type="str", required=True),
     distribution_version=dict(type="str", required=True),
     python_version=dict(type="str"),
-    nvidia_driver_branch=dict(type="str", default="550"),
+    nvidia_driver_branch=dict(type="str", default="580"),
     nvidia_driver_flavor=dict(type="str", default="proprietary"),
-    cuda_toolkit_version=dict(type="str", default="12.4"),
+    cuda_toolkit_version=dict(type="str", default=""),
     llama_cpp_cuda_architectures=dict(type="str", default=""),
     vllm_enabled=dict(type="bool", default=True),
     vllm_version=dict(type="str", default="0.5.4"),
@@ -441,8 +453,9 @@ def main():
     request = StackRequest(**{option: params[option] for option in REQUEST_OPTIONS})
 
     refusals = check_stack(request, gpus)
-    warnings = readiness_warnings(gpus, params["host"] or {}, params["disk_required_mib"],
-                                  params["nvidia_driver_branch"])
+    warnings = stack_warnings(request, gpus, datetime.date.today().isoformat())
+    warnings += readiness_warnings(gpus, params["host"] or {}, params["disk_required_mib"],
+                                   params["nvidia_driver_branch"])
     plans = []
     for spec in params["memory_plans"]:
         result, refusal, warning = size_plan(spec, gpus)
@@ -458,6 +471,7 @@ def main():
         refusals=[refusal.as_dict() for refusal in refusals],
         readiness_warnings=warnings,
         memory_plans=plans,
+        cuda_toolkit_version=resolve_cuda_toolkit(request),
         cuda_architectures=resolve_cuda_architectures(request, gpus),
         min_compute_capability=format_major_minor(lowest) if lowest else None,
     )

@@ -75,8 +75,8 @@ def test_a_bad_stack_fails_listing_every_refusal(capsys):
         "- nvidia_driver_flavor", "- cuda_toolkit_version", "- vllm_quantization", "- vllm_dtype"]
     assert lines[2] == (
         "- cuda_toolkit_version=13.0 cannot build for Tesla V100-PCIE-32GB (compute capability 7.0): CUDA 13 "
-        "removed sm_70 (\"nvcc fatal : Unsupported gpu architecture 'sm_70'\"). Use 12.4 (the newest the 550 "
-        "branch runs). [source: VOLTA_FACTS.md, CUDA toolkit]")
+        "removed sm_70 (\"nvcc fatal : Unsupported gpu architecture 'sm_70'\"). Use 12.9 (the default for "
+        "ubuntu2204 with the 580 branch). [source: VOLTA_FACTS.md, CUDA toolkit]")
     first = result["refusals"][0]
     assert set(first) == {"variable", "value", "reason", "fix", "source", "message"}
     assert (first["variable"], first["value"], first["fix"]) == ("nvidia_driver_flavor", "open", "Use proprietary")
@@ -180,9 +180,20 @@ def test_readiness_warnings_are_returned_and_emitted(capsys):
                                            cuda_toolkit_version="12.2"))
     assert code == 0
     warnings = result["readiness_warnings"]
-    assert len(warnings) == 3
-    assert "linux-modules-nvidia-535-server-<flavour>" in warnings[1]
+    # The stack's warnings (535 is past its end of life) come before the host's.
+    assert len(warnings) == 4
+    assert warnings[0].startswith("nvidia_driver_branch=535 (LTSB) reached its end of life in 2026-06")
+    assert "linux-modules-nvidia-535-server-<flavour>" in warnings[2]
     assert emitted_warnings(result) == warnings
+
+
+def test_the_resolved_toolkit_is_returned_and_its_warning_emitted(capsys):
+    code, result = run(capsys, module_args(nvidia_driver_branch="580", cuda_toolkit_version=""))
+    assert code == 0 and result["cuda_toolkit_version"] == "12.9"
+    code, result = run(capsys, module_args(distribution="Ubuntu", distribution_version="24.04",
+                                           nvidia_driver_branch="550", cuda_toolkit_version=""))
+    assert code == 0 and result["cuda_toolkit_version"] == "12.5"
+    assert [w for w in result["readiness_warnings"] if "minor version compatibility" in w]
 
 
 def test_check_mode_reports_the_same(capsys):

@@ -12,12 +12,16 @@ import pytest
 from ansible.module_utils.stack_rules import (
     Refusal,
     StackRequest,
+    branch_lifecycle_warnings,
     check_stack,
+    host_compiler_warnings,
     derive_cuda_architectures,
     min_compute_capability,
     parse_cuda_architectures,
     parse_version,
     resolve_cuda_architectures,
+    resolve_cuda_toolkit,
+    stack_warnings,
 )
 from sample_gpus import a100, gpu, h200, rtx_4090, tesla_t4, unknown_card, v100_pcie_32gb, v100s_pcie_32gb
 
@@ -122,13 +126,13 @@ def test_branch_590_refused_on_a_mixed_host_naming_the_v100():
 def test_unknown_branch_refused(branch):
     message = refused_once(request(nvidia_driver_branch=branch), [a100()], "nvidia_driver_branch")
     assert message.startswith("nvidia_driver_branch=%s is not a branch this toolkit installs" % branch)
-    assert "Use 550 (or one of 535, 550, 570, 575, 580)" in message
+    assert "Use 580 (or one of 535, 550, 570, 575, 580)" in message
 
 
 @pytest.mark.parametrize("branch", ["550.54.14", "latest", "", "r550"])
 def test_malformed_branch_refused(branch):
     message = refused_once(request(nvidia_driver_branch=branch), [v100_pcie_32gb()], "nvidia_driver_branch")
-    assert "is not a driver branch number" in message and "Use 550" in message
+    assert "is not a driver branch number" in message and "Use 580" in message
 
 
 # --- driver flavour ---------------------------------------------------------------
@@ -150,6 +154,7 @@ def test_unknown_flavor_refused(flavor):
 
 
 # --- CUDA toolkit ------------------------------------------------------------------
+# Minor version compatibility (VOLTA_FACTS.md, CUDA toolkit): any 12.x on a driver >= 525, 13.x on >= 580.
 
 
 def test_cuda_13_passes_on_t4_and_a100_refused_on_v100():
@@ -159,58 +164,132 @@ def test_cuda_13_passes_on_t4_and_a100_refused_on_v100():
     message = refused_once(req, [v100_pcie_32gb()], "cuda_toolkit_version")
     assert message.startswith("cuda_toolkit_version=13.0 cannot build for Tesla V100-PCIE-32GB "
                               "(compute capability 7.0): CUDA 13 removed sm_70")
-    assert "Use 12.9 (the newest CUDA 12, which the 580 branch runs)" in message
+    assert "Use 12.9 (the default for ubuntu2204 with the 580 branch)" in message
 
 
-def test_cuda_13_on_v100_with_branch_550_suggests_12_4():
-    message = refused_once(request(cuda_toolkit_version="13.0"), [v100_pcie_32gb()], "cuda_toolkit_version")
+def test_cuda_13_on_v100_with_branch_550_suggests_the_branch_default():
+    message = refused_once(request(nvidia_driver_branch="550", cuda_toolkit_version="13.0"), [v100_pcie_32gb()],
+                           "cuda_toolkit_version")
     assert "CUDA 13 removed sm_70" in message
-    assert message.endswith("Use 12.4 (the newest the 550 branch runs). [source: VOLTA_FACTS.md, CUDA toolkit]")
+    assert message.endswith("Use 12.4 (the default for ubuntu2204 with the 550 branch). "
+                            "[source: VOLTA_FACTS.md, CUDA toolkit]")
 
 
-@pytest.mark.parametrize("branch, newest, first_refused, gpus", [
-    ("535", "12.2", "12.3", [v100_pcie_32gb()]),
-    ("550", "12.4", "12.5", [v100_pcie_32gb()]),
-    ("570", "12.8", "12.9", [v100_pcie_32gb()]),
-    ("575", "12.9", "13.0", [a100()]),
-    ("580", "13.0", "13.1", [a100()]),
-])
-def test_toolkit_at_the_branch_maximum_passes_one_above_is_refused(branch, newest, first_refused, gpus):
-    assert_passes(request(nvidia_driver_branch=branch, cuda_toolkit_version=newest), gpus)
-    message = refused_once(request(nvidia_driver_branch=branch, cuda_toolkit_version=first_refused), gpus,
+@pytest.mark.parametrize("branch, toolkit", [("535", "12.6"), ("535", "12.9"), ("550", "12.8"), ("570", "12.9")])
+def test_any_12x_runs_on_every_volta_branch(branch, toolkit):
+    """The old rule refused a toolkit newer than the branch ships; NVIDIA's compatibility guide allows it."""
+    req = request(nvidia_driver_branch=branch, cuda_toolkit_version=toolkit)
+    assert_passes(req, [v100_pcie_32gb()])
+
+
+def test_535_with_12_6_is_allowed_with_the_minor_compatibility_warning():
+    warnings = stack_warnings(request(nvidia_driver_branch="535", cuda_toolkit_version="12.6"),
+                              [v100_pcie_32gb()], "2026-01-01")
+    compat = [w for w in warnings if "minor version compatibility" in w]
+    assert len(compat) == 1
+    assert compat[0].startswith("cuda_toolkit_version=12.6 is newer than CUDA 12.2, which the 535 driver branch "
+                                "ships: it runs through CUDA minor version compatibility (any 12.x on a driver >= 525)")
+    assert "PTX newer than the driver cannot be JIT-compiled" in compat[0]
+    assert "cudaErrorCallRequiresNewerDriver" in compat[0]
+    assert "use cuda_toolkit_version=12.2 or a newer branch" in compat[0]
+
+
+@pytest.mark.parametrize("branch, toolkit", [("535", "12.2"), ("550", "12.4"), ("550", "12.2"), ("580", "12.9")])
+def test_no_compatibility_warning_at_or_below_the_branch_cuda(branch, toolkit):
+    warnings = stack_warnings(request(nvidia_driver_branch=branch, cuda_toolkit_version=toolkit),
+                              [v100_pcie_32gb()], "2026-01-01")
+    assert not [w for w in warnings if "minor version compatibility" in w]
+
+
+def test_cuda_13_needs_branch_580_even_on_a_gpu_that_can_run_it():
+    message = refused_once(request(nvidia_driver_branch="570", cuda_toolkit_version="13.0"), [a100()],
                            "cuda_toolkit_version")
-    assert message.startswith("cuda_toolkit_version=%s is newer than the %s driver branch runs (CUDA %s at most)"
-                              % (first_refused, branch, newest))
-    assert "Use %s (the newest the %s branch runs)" % (newest, branch) in message
-
-
-def test_toolkit_too_new_names_the_branch_that_runs_it():
-    message = refused_once(request(nvidia_driver_branch="535", cuda_toolkit_version="12.4"), [v100_pcie_32gb()],
-                           "cuda_toolkit_version")
-    assert "Use 12.2 (the newest the 535 branch runs), or nvidia_driver_branch=550" in message
-    assert "CUDA driver version is insufficient for CUDA runtime version" in message
-
-
-def test_toolkit_beyond_every_known_branch():
-    message = refused_once(request(nvidia_driver_branch="580", cuda_toolkit_version="13.2"), [a100()],
-                           "cuda_toolkit_version")
-    assert "or a driver branch that runs CUDA 13.2" in message
+    assert message.startswith("cuda_toolkit_version=13.0 needs a driver of branch 580 or newer")
+    assert "or nvidia_driver_branch=580" in message
 
 
 def test_newer_branch_than_the_table_does_not_cap_the_toolkit():
     assert_passes(request(nvidia_driver_branch="590", cuda_toolkit_version="13.1"), [h200()])
 
 
-@pytest.mark.parametrize("value", ["12", "12.4.1", "cuda-12.4", "", "twelve"])
+@pytest.mark.parametrize("value", ["12", "12.4.1", "cuda-12.4", "twelve"])
 def test_malformed_toolkit_refused(value):
     message = refused_once(request(cuda_toolkit_version=value), [v100_pcie_32gb()], "cuda_toolkit_version")
-    assert "is not a CUDA toolkit version of the form 12.x or 13.x" in message and "Use 12.4" in message
+    assert "is not a CUDA toolkit version of the form 12.x or 13.x" in message
+    assert "Use 12.9 (the default for ubuntu2204 with the 580 branch)" in message
 
 
 def test_cuda_11_refused_everywhere():
     for gpus in ([v100_pcie_32gb()], [a100()]):
         message = refused_once(request(cuda_toolkit_version="11.8"), gpus, "cuda_toolkit_version")
         assert message.startswith("cuda_toolkit_version=11.8 is not a CUDA 12.x or 13.x toolkit")
+
+
+def test_a_version_the_distribution_lacks_is_refused_with_the_list():
+    req = request(distribution="Ubuntu", distribution_version="24.04", nvidia_driver_branch="550",
+                  cuda_toolkit_version="12.4")
+    message = refused_once(req, [v100_pcie_32gb()], "cuda_toolkit_version")
+    assert message.startswith("cuda_toolkit_version=12.4 is not in NVIDIA's ubuntu2404 repository (it carries "
+                              "cuda-toolkit-12-<minor> for 12.5, 12.6, 12.8, 12.9 only)")
+    assert "Use 12.5 (the default for ubuntu2404 with the 550 branch)" in message
+
+
+@pytest.mark.parametrize("distribution, version, branch, expected", [
+    ("Ubuntu", "22.04", "550", "12.4"),
+    ("Ubuntu", "22.04", "535", "12.2"),
+    ("Ubuntu", "22.04", "580", "12.9"),
+    # 12.4 is not carried for 24.04: the smallest step past the branch's CUDA.
+    ("Ubuntu", "24.04", "550", "12.5"),
+    ("Ubuntu", "24.04", "535", "12.5"),
+    ("Ubuntu", "24.04", "580", "12.9"),
+    ("Debian", "12", "550", "12.4"),
+    # debian12 begins at 12.3.
+    ("Debian", "12.7", "535", "12.3"),
+])
+def test_default_toolkit_per_distribution_and_branch(distribution, version, branch, expected):
+    req = request(distribution=distribution, distribution_version=version, nvidia_driver_branch=branch,
+                  cuda_toolkit_version="")
+    assert resolve_cuda_toolkit(req) == expected
+    assert_passes(req, [v100_pcie_32gb()])
+
+
+def test_every_supported_system_has_a_default_its_gcc_accepts():
+    for distribution, version in (("Ubuntu", "22.04"), ("Ubuntu", "24.04"), ("Debian", "12")):
+        for branch in ("535", "550", "570", "575", "580"):
+            req = request(distribution=distribution, distribution_version=version, nvidia_driver_branch=branch,
+                          cuda_toolkit_version="")
+            assert not [w for w in stack_warnings(req, [v100_pcie_32gb()], "2026-01-01") if "GCC" in w], req
+
+
+def test_a_toolkit_older_than_the_distribution_gcc_warns():
+    # Ubuntu 24.04's GCC 13 with a 12.3 nvcc (accepts GCC 12 at most), as a mirror might still carry it.
+    warnings = host_compiler_warnings(request(distribution="Ubuntu", distribution_version="24.04",
+                                              cuda_toolkit_version="12.3"))
+    assert warnings and warnings[0].startswith("cuda_toolkit_version=12.3: its nvcc accepts GCC 12 at most, and "
+                                               "ubuntu2404's default GCC is 13")
+
+
+# --- driver branch lifecycle --------------------------------------------------------
+
+
+def test_a_branch_past_its_end_of_life_warns_and_names_the_volta_branch():
+    warnings = branch_lifecycle_warnings(request(nvidia_driver_branch="535"), [v100_pcie_32gb()], "2026-12-01")
+    assert len(warnings) == 1
+    assert warnings[0].startswith("nvidia_driver_branch=535 (LTSB) reached its end of life in 2026-06 and gets no "
+                                  "security fixes: use nvidia_driver_branch=580, the long-term branch that still "
+                                  "drives Volta")
+
+
+def test_a_branch_within_its_life_does_not_warn():
+    assert branch_lifecycle_warnings(request(nvidia_driver_branch="535"), [v100_pcie_32gb()], "2026-06-30") == []
+    assert branch_lifecycle_warnings(request(nvidia_driver_branch="580"), [v100_pcie_32gb()], "2026-12-01") == []
+
+
+def test_lifecycle_advice_on_a_host_without_volta():
+    warnings = branch_lifecycle_warnings(request(nvidia_driver_branch="550"), [a100()], "2026-12-01")
+    assert warnings and warnings[0].startswith("nvidia_driver_branch=550 (PB) is no longer in NVIDIA's table of "
+                                               "supported data-center branches")
+    assert "use a branch NVIDIA still supports" in warnings[0]
 
 
 # --- llama.cpp CUDA architectures --------------------------------------------------

@@ -79,3 +79,22 @@ def test_power_limit_applied_at_boot(host):
     assert host.service("nvidia-power-limit").is_enabled
     verified = host.run("systemd-analyze verify /etc/systemd/system/nvidia-power-limit.service")
     assert verified.rc == 0, verified.stderr
+
+
+def test_each_component_configured_once_security_included(host):
+    """The installer's sources have main non-free-firmware; the role adds contrib and non-free per suite."""
+    assert not host.file("/etc/apt/sources.list.d/debian-nonfree.sources").exists
+    for suite, uri in (("bookworm", "http://deb.debian.org/debian"),
+                       ("bookworm-updates", "http://deb.debian.org/debian"),
+                       ("bookworm-security", "http://deb.debian.org/debian-security")):
+        source = host.file(f"/etc/apt/sources.list.d/v100-llm-debian-{suite}.sources").content_string
+        assert f"Suites: {suite}\n" in source and f"URIs: {uri}\n" in source, source
+        assert "Components: contrib non-free\n" in source, source
+    update = host.run("apt-get update 2>&1")
+    assert update.rc == 0, update.stdout
+    assert "configured multiple times" not in update.stdout, update.stdout
+    targets = host.check_output("apt-get indextargets --no-release-info --format '$(RELEASE)/$(COMPONENT)' "
+                                "'Created-By: Packages' 'Architecture: amd64'").split()
+    for suite in ("bookworm", "bookworm-updates", "bookworm-security"):
+        for component in ("main", "contrib", "non-free", "non-free-firmware"):
+            assert targets.count(f"{suite}/{component}") == 1, (suite, component, targets)

@@ -1,0 +1,111 @@
+# -*- coding: utf-8 -*-
+"""What NVIDIA publishes, per distribution and per release: data, with sources.
+
+Three tables the driver and toolkit rules read, each as NVIDIA publishes it
+(docs/VOLTA_FACTS.md names the pages; re-check there before changing a row):
+
+- CUDA_REPO_TOOLKITS: the cuda-toolkit-12-<minor> packages NVIDIA's CUDA apt
+  repository carries for each distribution (the repo's own directory listing).
+- NVCC_MAX_GCC: the newest host GCC each nvcc release accepts (the CUDA
+  Installation Guide for Linux of that release, "Supported Linux
+  Distributions"; nvcc's crt/host_config.h refuses newer: "unsupported GNU
+  version! gcc versions later than N are not supported!").
+- DRIVER_BRANCH_LIFECYCLE: the data-center branches NVIDIA still supports, with
+  their kind and end of life (NVIDIA Data Center Drivers, "Supported Drivers
+  and CUDA Toolkit Versions", table "CUDA and Drivers", pages 615 and 620);
+  UNSUPPORTED_BRANCHES: the branches this toolkit knows that are no longer in
+  that table, which lists every supported long-term and production branch.
+
+Plus two small pure functions: the repository name for a distribution, and
+the default toolkit for a distribution and a driver branch.
+
+Runs on the managed host's Python (3.8+): no third-party imports.
+"""
+from __future__ import annotations
+
+from typing import Dict, Optional, Tuple
+
+Release = Tuple[int, int]
+
+SOURCE_REPO_TOOLKITS = ("VOLTA_FACTS.md, CUDA toolkit (NVIDIA's repository listings, "
+                        "developer.download.nvidia.com/compute/cuda/repos/<distro>/x86_64/)")
+SOURCE_HOST_GCC = "VOLTA_FACTS.md, CUDA toolkit (CUDA Installation Guide for Linux, host compilers per release)"
+SOURCE_LIFECYCLE = "VOLTA_FACTS.md, Driver branches (NVIDIA Data Center Drivers, Supported Drivers and CUDA Toolkit Versions)"
+
+# NVIDIA repository name -> CUDA 12 toolkits it carries (cuda-toolkit-12-<minor>).
+# 12.7 was never released. ubuntu2404 begins at 12.5: 12.4 and older were never
+# built for it.
+CUDA_REPO_TOOLKITS: Dict[str, Tuple[Release, ...]] = {
+    "ubuntu2204": ((12, 0), (12, 1), (12, 2), (12, 3), (12, 4), (12, 5), (12, 6), (12, 8), (12, 9)),
+    "ubuntu2404": ((12, 5), (12, 6), (12, 8), (12, 9)),
+    # Debian 12 arrived with CUDA 12.3 (CUDA Installation Guide 12.3, supported distributions).
+    "debian12": ((12, 3), (12, 4), (12, 5), (12, 6), (12, 8), (12, 9)),
+}
+
+# nvcc release -> newest GCC major it accepts as host compiler (read in
+# crt/host_config.h of each release's nvcc, "#if __GNUC__ > N").
+NVCC_MAX_GCC: Dict[Release, int] = {
+    (12, 0): 12, (12, 1): 12, (12, 2): 12, (12, 3): 12,
+    (12, 4): 13, (12, 5): 13, (12, 6): 13,
+    (12, 8): 14, (12, 9): 14,
+}
+
+# Repository name -> the distribution's default GCC major (its gcc package).
+DISTRIBUTION_GCC: Dict[str, int] = {"ubuntu2204": 11, "ubuntu2404": 13, "debian12": 12}
+
+# Branch -> (kind, end of life "YYYY-MM"). LTSB: long-term support branch.
+# After its end of life a branch gets no security fixes.
+DRIVER_BRANCH_LIFECYCLE: Dict[int, Tuple[str, str]] = {
+    535: ("LTSB", "2026-06"),
+    580: ("LTSB", "2028-06"),
+}
+# Branch -> kind. Production branches get fixes for up to a year, new-feature
+# branches are short-lived with no end-of-life date (same NVIDIA pages); these
+# have left NVIDIA's table of supported branches.
+UNSUPPORTED_BRANCHES: Dict[int, str] = {550: "PB", 570: "PB", 575: "NFB"}
+# The long-term branch that still drives Volta (590 and newer do not).
+MAINTAINED_VOLTA_BRANCH = 580
+
+
+def repo_name(distribution: str, version: str) -> Optional[str]:
+    """("Ubuntu", "24.04") -> "ubuntu2404"; ("Debian", "12.7") -> "debian12"; None when NVIDIA has none."""
+    distribution, version = str(distribution or ""), str(version or "")
+    if distribution == "Ubuntu":
+        name = "ubuntu" + "".join(version.split(".")[:2])
+    elif distribution == "Debian":
+        name = "debian" + version.split(".")[0]
+    else:
+        return None
+    return name if name in CUDA_REPO_TOOLKITS else None
+
+
+def format_release(release: Release) -> str:
+    return "%d.%d" % release
+
+
+def carried_toolkits(repo: str) -> Tuple[Release, ...]:
+    return CUDA_REPO_TOOLKITS.get(repo, ())
+
+
+def accepts_gcc(release: Release, gcc_major: Optional[int]) -> bool:
+    """Whether nvcc of `release` takes `gcc_major` as host compiler (unknown either way: yes)."""
+    newest = NVCC_MAX_GCC.get(release)
+    return gcc_major is None or newest is None or gcc_major <= newest
+
+
+def default_toolkit(repo: str, branch_cuda: Optional[Release]) -> Optional[Release]:
+    """The toolkit to install when cuda_toolkit_version is empty.
+
+    Among the 12.x releases the repository carries and the distribution's GCC
+    accepts: the newest no newer than the CUDA the driver branch ships (no
+    minor-version-compatibility limits at all), else the oldest newer one (the
+    smallest gap). None when the repository is unknown.
+    """
+    gcc = DISTRIBUTION_GCC.get(repo)
+    usable = [release for release in carried_toolkits(repo) if release[0] == 12 and accepts_gcc(release, gcc)]
+    if not usable:
+        return None
+    if branch_cuda is None:
+        return usable[-1]
+    within = [release for release in usable if release <= branch_cuda]
+    return within[-1] if within else usable[0]
