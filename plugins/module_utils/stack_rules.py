@@ -763,6 +763,8 @@ def branch_lifecycle_warnings(request: StackRequest, gpus: Sequence[Gpu], today:
         kind, end = DRIVER_BRANCH_LIFECYCLE[MAINTAINED_VOLTA_BRANCH]
         advice = ("use nvidia_driver_branch=%d, the long-term branch that still drives Volta (%s, supported to %s)"
                   % (MAINTAINED_VOLTA_BRANCH, kind, end))
+        if request.distribution == "Debian":
+            advice += " from NVIDIA's repository (nvidia_driver_source=cuda_repo: Debian 12 packages only 535)"
     else:
         advice = "use a branch NVIDIA still supports"
     return ["nvidia_driver_branch=%d %s and gets no security fixes: %s. [source: %s]"

@@ -280,6 +280,12 @@ def test_a_branch_past_its_end_of_life_warns_and_names_the_volta_branch():
                                   "drives Volta")
 
 
+def test_lifecycle_advice_on_debian_names_the_source_that_has_580():
+    warnings = branch_lifecycle_warnings(request(nvidia_driver_branch="535", distribution="Debian",
+                                                 distribution_version="12"), [v100_pcie_32gb()], "2026-12-01")
+    assert "from NVIDIA's repository (nvidia_driver_source=cuda_repo: Debian 12 packages only 535)" in warnings[0]
+
+
 def test_a_branch_within_its_life_does_not_warn():
     assert branch_lifecycle_warnings(request(nvidia_driver_branch="535"), [v100_pcie_32gb()], "2026-06-30") == []
     assert branch_lifecycle_warnings(request(nvidia_driver_branch="580"), [v100_pcie_32gb()], "2026-12-01") == []
