@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 """Which Debian archive components the driver needs that apt does not read yet.
 
-Debian packages the data-center driver in non-free (nvidia-tesla-*), its GSP
+Debian packages the driver in non-free (nvidia-graphics-drivers), its GSP
 firmware in non-free-firmware and nvidia-modprobe in contrib; security fixes to
 them land in <release>-security, other fixes in <release>-updates (Debian's
 archive: dists/bookworm-security/non-free, dists/bookworm-updates/non-free).

@@ -23,6 +23,13 @@ options:
     type: list
     elements: str
     default: []
+  keep:
+    description:
+      - Packages of the new driver set (from M(nvidia_driver_closure)). Installed under another branch's
+        version they are upgraded in place, not removed: NVIDIA's Debian names carry no branch.
+    type: list
+    elements: str
+    default: []
 author:
   - V100 LLM host toolkit
 """
@@ -41,7 +48,7 @@ installed:
   returned: always
   type: list
 other_branch:
-  description: Installed packages whose version belongs to another branch.
+  description: Installed packages whose version belongs to another branch, but for I(keep).
   returned: always
   type: list
 simulated_foreign_branch:
@@ -87,6 +94,7 @@ def main() -> None:
         argument_spec=dict(
             branch=dict(type="int", required=True),
             packages=dict(type="list", elements="str", default=[]),
+            keep=dict(type="list", elements="str", default=[]),
         ),
         supports_check_mode=True,
     )
@@ -96,7 +104,7 @@ def main() -> None:
         ["dpkg-query", "-W", "-f", "${Package} ${Version} ${db:Status-Abbrev}\n"] + DRIVER_PACKAGE_PATTERNS)
     installed = parse_dpkg_query(out)
 
-    other_branch = other_branch_packages(installed, branch)
+    other_branch = [name for name in other_branch_packages(installed, branch) if name not in module.params["keep"]]
     simulated, simulation_error = [], None
     if module.params["packages"]:
         # As the role will do it: the other branch's (held) packages go, ours come.

@@ -30,21 +30,18 @@ pytestmark = pytest.mark.skipif(
     reason=f"building the fixture apt repo needs {', '.join(MISSING)} (Debian packages gnupg and dpkg)",
 )
 
+DRIVER_VERSIONS = ["550.163.01-1", "550.54.15-1", "580.95.05-1"]
+# Unversioned names, one of each per driver version, as in NVIDIA's debian12 repo.
+DRIVER_NAMES = ["firmware-nvidia-gsp", "libcuda1", "libnvidia-ml1", "nvidia-alternative", "nvidia-driver-cuda",
+                "nvidia-kernel-dkms", "nvidia-kernel-open-dkms", "nvidia-modprobe", "nvidia-persistenced",
+                "nvidia-smi"]
 EXPECTED = {
-    "cuda-drivers-535": "535.129.03-1",
-    "cuda-drivers-550": "550.54.15-1",
-    "nvidia-driver-535": "535.129.03-1",
-    "nvidia-driver-550": "550.54.15-1",
-    "nvidia-driver-550-open": "550.54.15-1",
-    "nvidia-dkms-535": "535.129.03-1",
-    "nvidia-dkms-550": "550.54.15-1",
-    "nvidia-compute-utils-535": "535.129.03-1",
-    "nvidia-compute-utils-550": "550.54.15-1",
-    "cuda-toolkit-12-1": "12.1.1-1",
-    "cuda-toolkit-12-4": "12.4.1-1",
+    "cuda-drivers-550": ["550.163.01-1", "550.54.15-1"],
+    "cuda-drivers-580": ["580.95.05-1"],
+    "cuda-toolkit-12-1": ["12.1.1-1"],
+    "cuda-toolkit-12-4": ["12.4.1-1"],
+    **{name: DRIVER_VERSIONS for name in DRIVER_NAMES},
 }
-# One per driver version, as in NVIDIA's repo.
-NVIDIA_MODPROBE_VERSIONS = ["535.129.03-1", "550.54.15-1"]
 
 
 def _build(out: Path, *extra: str) -> Path:
@@ -100,9 +97,10 @@ def _gpg_verify(key: Path, *files: Path) -> subprocess.CompletedProcess:
 
 
 def test_the_package_set_matches_nvidias_names_and_versions(repo):
-    stanzas = _stanzas(repo)
-    assert {s["Package"]: s["Version"] for s in stanzas if s["Package"] != "nvidia-modprobe"} == EXPECTED
-    assert sorted(s["Version"] for s in stanzas if s["Package"] == "nvidia-modprobe") == NVIDIA_MODPROBE_VERSIONS
+    versions = {}
+    for stanza in _stanzas(repo):
+        versions.setdefault(stanza["Package"], []).append(stanza["Version"])
+    assert {name: sorted(found) for name, found in versions.items()} == EXPECTED
 
 
 def test_no_pinning_package_and_no_cuda_metapackage(repo):
@@ -162,20 +160,24 @@ def test_every_dependency_is_in_the_repo(repo):
 
 
 def test_dependency_shape_is_nvidias(repo):
-    by_name = {s["Package"]: s for s in _stanzas(repo)}
-    assert by_name["cuda-drivers-550"]["Depends"] == "nvidia-driver-550 (= 550.54.15-1)"
-    assert by_name["cuda-drivers-535"]["Depends"] == "nvidia-driver-535 (= 535.129.03-1)"
-    assert by_name["nvidia-driver-550"]["Depends"] == "nvidia-dkms-550, nvidia-compute-utils-550"
-    unit = subprocess.run(["dpkg-deb", "-c", str(repo / "nvidia-compute-utils-550_550.54.15-1_amd64.deb")],
+    by_version = {(s["Package"], s["Version"]): s for s in _stanzas(repo)}
+    old = "550.54.15-1"
+    # Lower bounds only from the metapackage (apt alone would take 580)...
+    assert by_version[("cuda-drivers-550", old)]["Depends"] == \
+        "nvidia-driver-cuda (>= 550.54.15), nvidia-kernel-dkms (>= 550.54.15)"
+    # ...exact versions between the unversioned names.
+    assert by_version[("nvidia-driver-cuda", old)]["Depends"] == (
+        f"libcuda1 (= {old}), nvidia-smi (= {old}), nvidia-persistenced (= {old}), nvidia-alternative (= {old})")
+    assert by_version[("libcuda1", old)]["Depends"] == f"nvidia-alternative (= {old})"
+    assert by_version[("nvidia-kernel-dkms", old)]["Depends"] == \
+        f"firmware-nvidia-gsp (= {old}) | firmware-nvidia-gsp-550.54.15, nvidia-alternative (= {old})"
+    assert by_version[("nvidia-kernel-dkms", old)]["Conflicts"] == "nvidia-kernel-open-dkms"
+    unit = subprocess.run(["dpkg-deb", "-c", str(repo / f"nvidia-persistenced_{old}_amd64.deb")],
                           capture_output=True, text=True, check=True).stdout
     assert "./lib/systemd/system/nvidia-persistenced.service" in unit
-    assert by_name["nvidia-driver-550"]["Conflicts"] == "nvidia-driver-535"
-    assert by_name["nvidia-driver-535"]["Conflicts"] == "nvidia-driver-550"
-    assert by_name["nvidia-driver-535"]["Provides"] == "nvidia-driver-any"
-    assert "nvidia-driver-550" in by_name["nvidia-driver-550-open"]["Conflicts"]
     # A toolkit pulls no driver, as NVIDIA's cuda-toolkit-12-x does.
-    assert "Depends" not in by_name["cuda-toolkit-12-4"]
-    assert "Depends" not in by_name["cuda-toolkit-12-1"]
+    assert "Depends" not in by_version[("cuda-toolkit-12-4", "12.4.1-1")]
+    assert "Depends" not in by_version[("cuda-toolkit-12-1", "12.1.1-1")]
 
 
 @pytest.mark.parametrize(("release", "recording"), [
@@ -200,7 +202,7 @@ def test_toolkit_ships_a_replaying_nvcc_and_registers_the_alternative(repo, tmp_
 
 
 def test_driver_ships_an_nvidia_smi_that_fails_like_the_real_one_without_a_module(repo, tmp_path):
-    subprocess.run(["dpkg-deb", "-x", str(repo / "nvidia-driver-550_550.54.15-1_amd64.deb"), str(tmp_path)], check=True)
+    subprocess.run(["dpkg-deb", "-x", str(repo / "nvidia-smi_550.54.15-1_amd64.deb"), str(tmp_path)], check=True)
     smi = tmp_path / "usr/bin/nvidia-smi"
     assert "STAND-IN" in smi.read_text()
     shown = subprocess.run([str(smi)], capture_output=True, text=True)

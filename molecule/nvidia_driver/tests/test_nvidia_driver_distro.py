@@ -1,22 +1,44 @@
-"""Debian 12's own NVIDIA data-center driver, installed for real by the role.
+"""Debian 12's own NVIDIA driver (535), installed for real by the role.
 
-What a container can honestly show: the packages of the requested branch are
-installed and held, DKMS built the module, the reboot request is recorded, and
-the pin and unattended-upgrades guard are in place. Loading the module needs a
-real kernel and GPU (not here).
+What a container can honestly show: the requested version's whole package set
+is installed at one version and held although a newer version of every package
+is in bookworm-security, apt would move none of it, DKMS built the module, the
+reboot request is recorded, and the pin and unattended-upgrades guard are in
+place. Loading the module needs a real kernel and GPU (not here).
 """
 import re
 
 BRANCH = "535"
-PACKAGES = [f"nvidia-tesla-{BRANCH}-kernel-dkms", f"nvidia-tesla-{BRANCH}-smi",
-            f"libnvidia-tesla-{BRANCH}-cuda1", f"libnvidia-tesla-{BRANCH}-cfg1", "nvidia-persistenced"]
+VERSION = "535.261.03-1"         # bookworm
+NEWER = "535.309.01-0+deb12u1"   # bookworm-security
+PACKAGES = ["nvidia-kernel-dkms", "nvidia-smi", "libcuda1", "libnvidia-cfg1", "nvidia-persistenced"]
+# Unversioned names that depend on each other with (= version): the set a
+# branch pattern alone left to apt's newest.
+SET = ["nvidia-kernel-dkms", "nvidia-smi", "libcuda1", "nvidia-alternative", "nvidia-kernel-support",
+       "firmware-nvidia-gsp", "libnvidia-ml1", "libnvidia-ptxjitcompiler1", "libnvidia-pkcs11-openssl3"]
 
 
 def test_branch_packages_installed(host):
     for name in PACKAGES:
         package = host.package(name)
         assert package.is_installed, name
-    assert host.package(f"nvidia-tesla-{BRANCH}-kernel-dkms").version.startswith(BRANCH + ".")
+    assert host.package("nvidia-kernel-dkms").version.startswith(BRANCH + ".")
+
+
+def test_the_older_version_is_installed_as_one_set_beside_a_newer_one(host):
+    for name in SET:
+        assert host.package(name).version == VERSION, name
+    # The newer version is really there (bookworm-security), and the pin keeps it out.
+    policy = host.check_output("apt-cache policy libcuda1")
+    assert NEWER in policy and f"*** {VERSION} 1001" in policy, policy
+
+
+def test_upgrade_and_dist_upgrade_move_nothing_of_the_set(host):
+    for command in ("apt-get -s upgrade", "apt-get -s dist-upgrade"):
+        simulated = host.check_output(command)
+        moved = [line for line in simulated.splitlines() if line.startswith(("Inst ", "Remv "))
+                 and line.split()[1] in SET + PACKAGES]
+        assert moved == [], (command, moved)
 
 
 def test_no_open_modules_and_no_other_branch(host):
@@ -40,13 +62,13 @@ def test_nvidia_modprobe_from_contrib_left_unheld(host):
 
 def test_driver_packages_are_held(host):
     held = host.check_output("apt-mark showhold").split()
-    for name in PACKAGES:
+    for name in PACKAGES + SET:
         assert name in held, name
 
 
 def test_dkms_built_the_module(host):
     status = host.check_output("dkms status")
-    assert re.search(rf"^nvidia-tesla-{BRANCH}[/,] ?{BRANCH}\.[\d.]+, \S+, x86_64: installed", status, re.M), status
+    assert re.search(rf"^nvidia-current[/,] ?{BRANCH}\.[\d.]+, \S+, x86_64: installed", status, re.M), status
     kernel = re.search(rf"{BRANCH}\.[\d.]+, (\S+), x86_64: installed", status).group(1)
     modules = host.check_output(f"find /lib/modules/{kernel} -name 'nvidia*.ko*'")
     assert "nvidia" in modules
@@ -60,11 +82,12 @@ def test_reboot_request_recorded(host):
 
 def test_branch_pinned_and_kept_from_unattended_upgrades(host):
     pin = host.file("/etc/apt/preferences.d/nvidia-driver-branch.pref").content_string
-    assert f"Pin: version {BRANCH}.*" in pin and "Pin-Priority: 1001" in pin
+    assert f"Pin: version {BRANCH}.*" in pin and f"Pin: version {VERSION}\n" in pin and "Pin-Priority: 1001" in pin
     guard = host.file("/etc/apt/apt.conf.d/51v100-llm-nvidia-driver").content_string
     assert '"nvidia-";' in guard and '"libnvidia-";' in guard
-    policy = host.check_output(f"apt-cache policy nvidia-tesla-{BRANCH}-smi")
+    policy = host.check_output("apt-cache policy nvidia-smi")
     assert "1001" in policy
+    assert '"libcuda1$";' in guard
 
 
 def test_persistenced_enabled_with_persistence_on(host):

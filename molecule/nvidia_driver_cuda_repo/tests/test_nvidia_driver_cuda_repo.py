@@ -1,42 +1,49 @@
-"""After converging on 535 and re-running with 550, through the stand-in
-CUDA repo (molecule/shared/fixture_cuda_repo): one branch, held, pinned."""
+"""After converging on 550.54.15 and changing to branch 580, through the stand-in
+CUDA repo (molecule/shared/fixture_cuda_repo, shaped like NVIDIA's debian12
+repo: unversioned names bound by exact-version Depends). converge.yml already
+checked, on each run, that the chosen set was one version, held, and left alone
+by `apt-get -s upgrade` and `dist-upgrade`; this checks the end state on 580."""
 import re
+
+VERSION = "580.95.05-1"
+SET = ["cuda-drivers-580", "nvidia-driver-cuda", "nvidia-kernel-dkms", "libcuda1", "libnvidia-ml1", "nvidia-smi",
+       "nvidia-persistenced", "nvidia-alternative", "firmware-nvidia-gsp"]
 
 
 def _installed(host):
-    listed = host.check_output("dpkg-query -W -f '${Package} ${Version} ${db:Status-Abbrev}\\n' "
-                               "'nvidia-*' 'libnvidia-*' 'cuda-drivers*' 2>/dev/null || true")
+    listed = host.check_output("dpkg-query -W -f '${Package} ${Version} ${db:Status-Abbrev}\\n'")
     # Status-Abbrev: "ii" installed, "hi" held and installed, "un"/"rc" not installed.
     return {fields[0]: fields[1] for fields in map(str.split, listed.splitlines())
             if len(fields) == 3 and fields[2][1] == "i"}
 
 
-def test_only_branch_550_is_installed(host):
+def test_the_whole_set_is_on_580(host):
     installed = _installed(host)
-    assert {"cuda-drivers-550", "nvidia-driver-550", "nvidia-dkms-550"} <= set(installed)
-    assert not [name for name in installed if "535" in name], installed
-    # nvidia-modprobe works with every branch: the 535 run's one stays, unheld.
-    assert "nvidia-modprobe" in installed
-    assert all(version.startswith("550.") for name, version in installed.items() if name != "nvidia-modprobe"), installed
+    for name in SET:
+        assert installed.get(name) == VERSION, (name, installed.get(name))
+    assert "cuda-drivers-550" not in installed
+    # nvidia-modprobe works with every branch: the first run's one stays, unheld.
+    assert installed.get("nvidia-modprobe", "").startswith("550.")
 
 
 def test_never_the_open_flavour(host):
-    assert not [name for name in _installed(host) if "open" in name]
+    assert "nvidia-kernel-open-dkms" not in _installed(host)
 
 
-def test_holds_follow_the_branch(host):
+def test_holds_follow_the_set(host):
     held = set(host.check_output("apt-mark showhold").split())
-    assert {"cuda-drivers-550", "nvidia-driver-550", "nvidia-dkms-550"} <= held
-    assert not [name for name in held if "535" in name]
-    assert "nvidia-modprobe" not in held
+    assert set(SET) <= held, set(SET) - held
+    assert "cuda-drivers-550" not in held and "nvidia-modprobe" not in held
 
 
-def test_the_pin_blocks_other_branches_and_open_modules(host):
-    assert "Pin: version 550.*" in host.file("/etc/apt/preferences.d/nvidia-driver-branch.pref").content_string
-    old = host.check_output("apt-cache policy cuda-drivers-535")
-    assert re.search(r"Candidate: \(none\)", old), old
-    open_policy = host.check_output("apt-cache policy nvidia-driver-550-open")
-    assert re.search(r"Candidate: \(none\)", open_policy), open_policy
+def test_the_pin_names_the_set_and_blocks_other_versions(host):
+    pin = host.file("/etc/apt/preferences.d/nvidia-driver-branch.pref").content_string
+    assert f"Pin: version {VERSION}\n" in pin and "Pin: version 580.*" in pin
+    policy = host.check_output("apt-cache policy libcuda1")
+    assert f"Candidate: {VERSION}" in policy and "550.163.01-1 -1" in policy, policy
+    for name in ("cuda-drivers-550", "nvidia-kernel-open-dkms"):
+        policy = host.check_output(f"apt-cache policy {name}")
+        assert re.search(r"Candidate: \(none\)", policy), policy
 
 
 def test_repository_trusted_through_its_own_keyring(host):

@@ -3,9 +3,9 @@
 
 NVIDIA's repo (developer.download.nvidia.com) cannot be reached from CI. This
 script builds, in one folder, a repo with the same layout (flat: the source is
-``deb [signed-by=KEY] http://127.0.0.1:PORT/ /``), the same package names,
-versions and dependency shape as NVIDIA's Ubuntu/Debian CUDA repos for driver
-branches 535/550 and CUDA 12.1/12.4, signed with a throwaway GPG key made at
+``deb [signed-by=KEY] http://127.0.0.1:PORT/ /``), the package names and
+dependency shape of NVIDIA's debian12 CUDA repo for driver versions 550.54.15,
+550.163.01 and 580.95.05 and CUDA 12.1/12.4, signed with a throwaway GPG key made at
 build time. apt, its signature check, dpkg and update-alternatives then run for
 real against it. What stands in: ``nvcc`` and ``nvidia-smi`` are shell scripts
 that replay real recorded outputs (tests/fixtures/recorded/), and no package
@@ -115,41 +115,75 @@ def nvcc_stub(release: str, recording: str) -> str:
     )
 
 
-def package_set(recorded: Path) -> list[Package]:
-    """The packages, named and related as in NVIDIA's Ubuntu/Debian CUDA repos."""
-    smi = nvidia_smi_stub((recorded / NVIDIA_SMI_RECORDING).read_text())
-    pkgs: list[Package] = []
-    drivers = {"535": "535.129.03-1", "550": "550.54.15-1"}
-    for branch, version in drivers.items():
-        other = next(b for b in drivers if b != branch)
-        pkgs.append(Package(
-            name=f"cuda-drivers-{branch}", version=version, section="multiverse/metapackages",
+# Driver versions: two of branch 550 and a newer branch, as NVIDIA's debian12
+# repository carries many versions of each branch side by side.
+DRIVER_VERSIONS = ("550.54.15-1", "550.163.01-1", "580.95.05-1")
+
+
+def driver_packages(version: str, smi: str) -> list[Package]:
+    """One driver version in the shape of NVIDIA's debian12 repository.
+
+    Unversioned names bound by exact-version Depends (``(= ${binary:Version})``,
+    NVIDIA/debian-packaging-nvidia-driver debian/control.in), and a
+    ``cuda-drivers-<branch>`` whose Depends are lower bounds only (as NVIDIA's
+    cuda-drivers-580: ``nvidia-driver (>= 580.65.06), ...``), so apt on its own
+    takes the newest version of everything.
+    """
+    upstream = version.split("-")[0]
+    branch = upstream.split(".")[0]
+    exact = f"(= {version})"
+    return [
+        Package(
+            name=f"cuda-drivers-{branch}", version=version, section="metapackages",
             summary=f"CUDA driver meta-package, branch {branch} (stand-in)",
-            details="Pulls the proprietary driver of the branch, as NVIDIA's does.",
-            depends=[f"nvidia-driver-{branch} (= {version})"],
-        ))
-        pkgs.append(Package(
-            name=f"nvidia-driver-{branch}", version=version, section="restricted/libs",
-            summary=f"NVIDIA driver metapackage, branch {branch}, proprietary kernel modules (stand-in)",
+            details="Lower-bound Depends on the driver packages, as NVIDIA's cuda-drivers-<branch>.",
+            depends=[f"nvidia-driver-cuda (>= {upstream})", f"nvidia-kernel-dkms (>= {upstream})"],
+        ),
+        Package(
+            name="nvidia-driver-cuda", version=version, section="non-free/libs",
+            summary="NVIDIA driver CUDA integration components (stand-in)",
+            details="Pulls the CUDA driver library, nvidia-smi and nvidia-persistenced at this version.",
+            depends=[f"libcuda1 {exact}", f"nvidia-smi {exact}", f"nvidia-persistenced {exact}",
+                     f"nvidia-alternative {exact}"],
+        ),
+        Package(
+            name="nvidia-alternative", version=version, section="non-free/libs",
+            summary="Allows the selection of NVIDIA as GLX provider (stand-in, empty)",
+            details="Every library of the version depends on it with (= version).",
+        ),
+        Package(
+            name="libcuda1", version=version, section="non-free/libs",
+            summary="NVIDIA CUDA Driver Library (stand-in, no library)",
+            details="Unversioned name, exact-version Depends, as NVIDIA's and Debian's libcuda1.",
+            depends=[f"nvidia-alternative {exact}"],
+            provides=[f"libcuda.so.1 (= {upstream})"],
+        ),
+        Package(
+            name="libnvidia-ml1", version=version, section="non-free/libs",
+            summary="NVIDIA Management Library (stand-in, no library)",
+            details="Unversioned name, exact-version Depends.",
+            depends=[f"nvidia-alternative {exact}"],
+        ),
+        Package(
+            name="nvidia-smi", version=version, section="non-free/utils",
+            summary="NVIDIA System Management Interface (stand-in)",
             details=(
                 "Ships /usr/bin/nvidia-smi as a stand-in script that replays the real\n"
                 "recorded \"couldn't communicate with the NVIDIA driver\" message and exits 9,\n"
                 "as the real one does where the kernel module is not loaded."
             ),
-            depends=[f"nvidia-dkms-{branch}", f"nvidia-compute-utils-{branch}"],
-            conflicts=[f"nvidia-driver-{other}"],
-            provides=["nvidia-driver-any"],
+            depends=[f"nvidia-alternative {exact}", f"libnvidia-ml1 {exact}"],
             files={"usr/bin/nvidia-smi": (smi, 0o755)},
-        ))
-        pkgs.append(Package(
-            name=f"nvidia-compute-utils-{branch}", version=version, section="restricted/libs",
-            summary=f"NVIDIA compute utilities, branch {branch} (stand-in)",
+        ),
+        Package(
+            name="nvidia-persistenced", version=version, section="non-free/utils",
+            summary="NVIDIA Persistence Daemon (stand-in)",
             details=(
-                "Ships nvidia-persistenced.service as NVIDIA's Ubuntu packages do (started\n"
-                "with --no-persistence-mode); /usr/bin/nvidia-persistenced is a stand-in\n"
-                "that exits 1, as there is no kernel module to keep initialised."
+                "Ships nvidia-persistenced.service (started with --no-persistence-mode);\n"
+                "/usr/bin/nvidia-persistenced is a stand-in that exits 1, as there is no\n"
+                "kernel module to keep initialised."
             ),
-            conflicts=[f"nvidia-compute-utils-{other}"],
+            depends=[f"libnvidia-ml1 {exact}"],
             files={
                 "usr/bin/nvidia-persistenced": (
                     "#!/bin/sh\n# STAND-IN for NVIDIA's nvidia-persistenced (fixture CUDA repo, tests only).\n"
@@ -160,9 +194,32 @@ def package_set(recorded: Path) -> list[Package]:
                     " --no-persistence-mode --verbose\nExecStopPost=/bin/rm -rf /var/run/nvidia-persistenced\n\n"
                     "[Install]\nWantedBy=multi-user.target\n", 0o644),
             },
-        ))
-        pkgs.append(Package(
-            name="nvidia-modprobe", version=version, section="multiverse/utils",
+        ),
+        Package(
+            name="firmware-nvidia-gsp", version=version, section="non-free-firmware/kernel",
+            summary="NVIDIA GSP firmware (stand-in, empty)",
+            details="Provides firmware-nvidia-gsp-<version>, as the real package does.",
+            provides=[f"firmware-nvidia-gsp-{upstream}"],
+        ),
+        Package(
+            name="nvidia-kernel-dkms", version=version, section="non-free/kernel",
+            summary="NVIDIA binary kernel module DKMS source (empty stand-in)",
+            details="Empty stand-in: no kernel module source, nothing is built by DKMS.",
+            depends=[f"firmware-nvidia-gsp {exact} | firmware-nvidia-gsp-{upstream}", f"nvidia-alternative {exact}"],
+            conflicts=["nvidia-kernel-open-dkms"],
+        ),
+        Package(
+            name="nvidia-kernel-open-dkms", version=version, section="non-free/kernel",
+            summary="NVIDIA open kernel module DKMS source (empty stand-in)",
+            details=(
+                "Present so tests can check that the open flavour is never installed:\n"
+                "open kernel modules need GSP, which Volta (V100) does not have."
+            ),
+            depends=[f"firmware-nvidia-gsp {exact}", f"nvidia-alternative {exact}"],
+            conflicts=["nvidia-kernel-dkms"],
+        ),
+        Package(
+            name="nvidia-modprobe", version=version, section="contrib/utils",
             summary="Load the NVIDIA kernel modules and create their device files (stand-in)",
             details=(
                 "NVIDIA's repo ships one per driver version. /usr/bin/nvidia-modprobe is a\n"
@@ -173,22 +230,14 @@ def package_set(recorded: Path) -> list[Package]:
                     "#!/bin/sh\n# STAND-IN for NVIDIA's nvidia-modprobe (fixture CUDA repo, tests only).\n"
                     "echo 'nvidia-modprobe (stand-in): no NVIDIA kernel module here' >&2\nexit 1\n", 0o755),
             },
-        ))
-        pkgs.append(Package(
-            name=f"nvidia-dkms-{branch}", version=version, section="restricted/libs",
-            summary=f"NVIDIA DKMS package, branch {branch} (empty stand-in)",
-            details="Empty stand-in: no kernel module source, nothing is built by DKMS.",
-        ))
-    pkgs.append(Package(
-        name="nvidia-driver-550-open", version=drivers["550"], section="restricted/libs",
-        summary="NVIDIA driver metapackage, branch 550, open kernel modules (stand-in)",
-        details=(
-            "Present so tests can check that the -open flavour is never installed:\n"
-            "open kernel modules need GSP, which Volta (V100) does not have."
         ),
-        conflicts=["nvidia-driver-550", "nvidia-driver-535"],
-        files={"usr/bin/nvidia-smi": (smi, 0o755)},
-    ))
+    ]
+
+
+def package_set(recorded: Path) -> list[Package]:
+    """The packages, named and related as in NVIDIA's debian12 CUDA repository."""
+    smi = nvidia_smi_stub((recorded / NVIDIA_SMI_RECORDING).read_text())
+    pkgs: list[Package] = [p for version in DRIVER_VERSIONS for p in driver_packages(version, smi)]
     for release, version in {"12.1": "12.1.1-1", "12.4": "12.4.1-1"}.items():
         dash = release.replace(".", "-")
         prefix = f"/usr/local/cuda-{release}"
