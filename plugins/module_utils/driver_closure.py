@@ -71,7 +71,7 @@ def _compare_part(left: str, right: str) -> int:
 
 
 def _split(version: str) -> Tuple[int, str, str]:
-    epoch, _, rest = version.rpartition(":") if ":" in version else ("0", "", version)
+    epoch, _, rest = version.partition(":") if ":" in version else ("0", "", version)
     upstream, _, revision = rest.rpartition("-") if "-" in rest else (rest, "", "")
     return int(epoch or 0), upstream, revision
 
@@ -220,7 +220,11 @@ def resolve_closure(index: Index, tops: Sequence[str], branch: int, requested: s
     "error" set nothing should be installed.
     """
     installed, absent = installed or {}, set(absent)
-    tops = [top for top in tops if top not in BRANCH_INDEPENDENT]
+    # Packages versioned apart from the driver (nvidia-modprobe; Ubuntu's
+    # linux-modules-nvidia-<branch>-server-<flavour>, versioned like the kernel)
+    # are left to apt.
+    tops = [top for top in tops if top not in BRANCH_INDEPENDENT
+            and (top not in index.versions or any(driver_branch(v) for v in index.versions[top]))]
     unknown_tops = sorted(top for top in tops if top not in index.versions)
     if unknown_tops:
         fetch = [top for top in unknown_tops if top not in absent]

@@ -48,6 +48,19 @@ def other_branch_packages(installed: List[Tuple[str, str]], branch: int) -> List
                   if name not in BRANCH_INDEPENDENT and driver_branch(version) not in (None, branch))
 
 
+def stale_packages(installed: List[Tuple[str, str]], branch: int, keep: List[str], anchor: str) -> List[str]:
+    """Installed driver packages of the branch outside the new set, at another upstream version.
+
+    For example Debian's nvidia-tesla-535-* (535.216.03) beside the nvidia-graphics-drivers
+    set (535.261.03): the same branch, but left in place they keep an old driver selected.
+    """
+    upstream = anchor.split(":")[-1].rsplit("-", 1)[0] if anchor else ""
+    return sorted(name for name, version in installed
+                  if upstream and name not in keep and name not in BRANCH_INDEPENDENT
+                  and driver_branch(version) == branch
+                  and version.split(":")[-1].rsplit("-", 1)[0] != upstream)
+
+
 def parse_apt_simulation(text: str) -> List[Tuple[str, str]]:
     """(name, version) of every package `apt-get -s install ...` would install or upgrade."""
     return [(m.group("name"), m.group("version")) for m in map(_APT_INST.match, text.splitlines()) if m]

@@ -30,6 +30,12 @@ options:
     type: list
     elements: str
     default: []
+  anchor:
+    description:
+      - The version the new set is built around. Installed driver packages of the same branch outside the set
+        at another upstream version (Debian's nvidia-tesla-535-* beside nvidia-graphics-drivers) are removed too.
+    type: str
+    default: ""
 author:
   - V100 LLM host toolkit
 """
@@ -48,7 +54,9 @@ installed:
   returned: always
   type: list
 other_branch:
-  description: Installed packages whose version belongs to another branch, but for I(keep).
+  description:
+    - Installed packages to remove before the install, held or not. Those of another branch, but for I(keep), and
+      those of the branch outside I(keep) at another upstream version than I(anchor).
   returned: always
   type: list
 simulated_foreign_branch:
@@ -83,6 +91,7 @@ from ansible.module_utils.driver_packages import (
     parse_apt_simulation,
     parse_dkms_status,
     parse_dpkg_query,
+    stale_packages,
 )
 
 DRIVER_PACKAGE_PATTERNS = ["nvidia-*", "libnvidia-*", "cuda-drivers*", "xserver-xorg-video-nvidia*",
@@ -95,6 +104,7 @@ def main() -> None:
             branch=dict(type="int", required=True),
             packages=dict(type="list", elements="str", default=[]),
             keep=dict(type="list", elements="str", default=[]),
+            anchor=dict(type="str", default=""),
         ),
         supports_check_mode=True,
     )
@@ -104,7 +114,9 @@ def main() -> None:
         ["dpkg-query", "-W", "-f", "${Package} ${Version} ${db:Status-Abbrev}\n"] + DRIVER_PACKAGE_PATTERNS)
     installed = parse_dpkg_query(out)
 
-    other_branch = [name for name in other_branch_packages(installed, branch) if name not in module.params["keep"]]
+    keep = module.params["keep"]
+    other_branch = sorted(set(name for name in other_branch_packages(installed, branch) if name not in keep)
+                          | set(stale_packages(installed, branch, keep, module.params["anchor"])))
     simulated, simulation_error = [], None
     if module.params["packages"]:
         # As the role will do it: the other branch's (held) packages go, ours come.

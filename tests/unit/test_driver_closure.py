@@ -128,3 +128,17 @@ def test_an_exact_dependency_apt_cannot_meet_is_an_error():
             "Package: b\nVersion: 550.2-1\n\n")
     result = resolve_closure(Index(parse_records(text)), ["a"], 550, absent={"a", "b"})
     assert result["error"] == "a 550.1-1 needs b (= 550.1-1), which apt cannot provide"
+
+
+def test_a_package_versioned_like_the_kernel_is_left_to_apt():
+    # Ubuntu's prebuilt, signed modules carry the kernel's version, not the driver's (shape only).
+    text = ("Package: nvidia-headless-no-dkms-580-server\nVersion: 580.95.05-0ubuntu0.24.04.1\n\n"
+            "Package: linux-modules-nvidia-580-server-generic\nVersion: 6.8.0-48.48\n\n")
+    names = ["nvidia-headless-no-dkms-580-server", "linux-modules-nvidia-580-server-generic"]
+    result = resolve_closure(Index(parse_records(text)), names, 580, absent=set(names))
+    assert result["error"] is None
+    assert [p["name"] for p in result["packages"]] == ["nvidia-headless-no-dkms-580-server"]
+
+
+def test_epochs_split_at_the_first_colon():
+    assert compare_versions("1:2:3-1", "1:2:4-1") < 0 and compare_versions("2:1.0", "1:9.0") > 0

@@ -9,6 +9,7 @@ from ansible.module_utils.driver_packages import (
     foreign_branch_installs,
     open_flavor_installs,
     other_branch_packages,
+    stale_packages,
     parse_apt_simulation,
     parse_dkms_status,
     parse_dpkg_query,
@@ -94,3 +95,15 @@ def test_nvidia_modprobe_is_never_another_branch():
     assert foreign_branch_installs(simulated, 550) == []
     assert foreign_branch_installs(simulated + [("nvidia-dkms-535", "535.129.03-1")], 550) == [
         "nvidia-dkms-535 535.129.03-1"]
+
+
+def test_stale_packages_of_the_same_branch_outside_the_set():
+    """Debian's tesla-535 set left beside nvidia-graphics-drivers (the old distro source) goes."""
+    installed = [("nvidia-tesla-535-smi", "535.216.03-3~deb12u1"), ("libnvidia-tesla-535-cuda1", "535.216.03-3~deb12u1"),
+                 ("nvidia-smi", "535.261.03-1"), ("nvidia-persistenced", "535.171.04-1~deb12u1"),
+                 ("nvidia-modprobe", "535.161.07-1~deb12u1"), ("nvidia-kernel-common", "20151021+13")]
+    keep = ["nvidia-smi", "nvidia-persistenced"]
+    assert stale_packages(installed, 535, keep, "535.261.03-1") == ["libnvidia-tesla-535-cuda1", "nvidia-tesla-535-smi"]
+    # Packages of the anchor's own version stay (another package of the same driver), and no anchor: nothing.
+    assert stale_packages([("nvidia-settings", "535.261.03-1")], 535, keep, "535.261.03-1") == []
+    assert stale_packages(installed, 535, keep, "") == []
