@@ -26,7 +26,7 @@ import functools
 import re
 from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
-from ansible.module_utils.driver_packages import BRANCH_INDEPENDENT, driver_branch
+from ansible.module_utils.driver_packages import BRANCH_INDEPENDENT, driver_branch, split_version, upstream_version
 
 Record = Dict[str, str]
 
@@ -70,27 +70,16 @@ def _compare_part(left: str, right: str) -> int:
     return 0
 
 
-def _split(version: str) -> Tuple[int, str, str]:
-    epoch, _, rest = version.partition(":") if ":" in version else ("0", "", version)
-    upstream, _, revision = rest.rpartition("-") if "-" in rest else (rest, "", "")
-    return int(epoch or 0), upstream, revision
-
-
 def compare_versions(left: str, right: str) -> int:
     """<0, 0, >0 as dpkg --compare-versions orders two Debian versions."""
-    le, lu, lr = _split(left)
-    re_, ru, rr = _split(right)
+    le, lu, lr = split_version(left)
+    re_, ru, rr = split_version(right)
     if le != re_:
         return le - re_
     return _compare_part(lu, ru) or _compare_part(lr, rr)
 
 
 _VersionKey = functools.cmp_to_key(compare_versions)
-
-
-def upstream_version(version: str) -> str:
-    """"1:535.261.03-1" -> "535.261.03"."""
-    return _split(version)[1]
 
 
 def _satisfies(version: str, operator: str, wanted: str) -> bool:

@@ -30,8 +30,25 @@ def driver_branch(version: str) -> Optional[int]:
     return int(match.group("branch")) if match else None
 
 
+def split_version(version: str) -> Tuple[int, str, str]:
+    """(epoch, upstream, revision) of a Debian version: epoch before the first colon, revision after the last
+    hyphen (deb-version(7))."""
+    epoch, _, rest = version.partition(":") if ":" in version else ("0", "", version)
+    upstream, _, revision = rest.rpartition("-") if "-" in rest else (rest, "", "")
+    return int(epoch or 0), upstream, revision
+
+
+def upstream_version(version: str) -> str:
+    """"1:535.261.03-1" -> "535.261.03"."""
+    return split_version(version)[1]
+
+
+# What parse_dpkg_query reads: `dpkg-query -W -f DPKG_QUERY_FORMAT [patterns]`.
+DPKG_QUERY_FORMAT = "${Package} ${Version} ${db:Status-Abbrev}\n"
+
+
 def parse_dpkg_query(text: str) -> List[Tuple[str, str]]:
-    """(name, version) of installed packages from `dpkg-query -W -f '${Package} ${Version} ${db:Status-Abbrev}\\n'`."""
+    """(name, version) of installed packages from `dpkg-query -W -f DPKG_QUERY_FORMAT`."""
     installed = []
     for line in text.splitlines():
         fields = line.split()
@@ -54,11 +71,10 @@ def stale_packages(installed: List[Tuple[str, str]], branch: int, keep: List[str
     For example Debian's nvidia-tesla-535-* (535.216.03) beside the nvidia-graphics-drivers
     set (535.261.03): the same branch, but left in place they keep an old driver selected.
     """
-    upstream = anchor.split(":")[-1].rsplit("-", 1)[0] if anchor else ""
+    upstream = upstream_version(anchor) if anchor else ""
     return sorted(name for name, version in installed
                   if upstream and name not in keep and name not in BRANCH_INDEPENDENT
-                  and driver_branch(version) == branch
-                  and version.split(":")[-1].rsplit("-", 1)[0] != upstream)
+                  and driver_branch(version) == branch and upstream_version(version) != upstream)
 
 
 def parse_apt_simulation(text: str) -> List[Tuple[str, str]]:

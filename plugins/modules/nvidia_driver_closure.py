@@ -62,7 +62,7 @@ error:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.driver_closure import collect_closure
-from ansible.module_utils.driver_packages import parse_dpkg_query
+from ansible.module_utils.driver_packages import DPKG_QUERY_FORMAT, parse_dpkg_query
 
 
 def main() -> None:
@@ -79,7 +79,7 @@ def main() -> None:
         # apt-cache skips names it does not know (and may exit non-zero for them); the output is what counts.
         return module.run_command(argv, environ_update={"LANG": "C"})[1]
 
-    installed = dict(parse_dpkg_query(run(["dpkg-query", "-W", "-f", "${Package} ${Version} ${db:Status-Abbrev}\n"])))
+    installed = dict(parse_dpkg_query(run(["dpkg-query", "-W", "-f", DPKG_QUERY_FORMAT])))
     result = collect_closure(run, module.params["packages"], module.params["branch"], module.params["version"],
                              installed)
     module.exit_json(changed=False, anchor=result.get("anchor"), packages=result.get("packages", []),

@@ -84,6 +84,7 @@ dkms_kernels:
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.driver_packages import (
     BRANCH_INDEPENDENT,
+    DPKG_QUERY_FORMAT,
     dkms_kernels,
     foreign_branch_installs,
     open_flavor_installs,
@@ -111,7 +112,7 @@ def main() -> None:
     branch = module.params["branch"]
     # dpkg-query exits 1 when a pattern matches nothing; its output is still right.
     _, out, _ = module.run_command(
-        ["dpkg-query", "-W", "-f", "${Package} ${Version} ${db:Status-Abbrev}\n"] + DRIVER_PACKAGE_PATTERNS)
+        ["dpkg-query", "-W", "-f", DPKG_QUERY_FORMAT] + DRIVER_PACKAGE_PATTERNS)
     installed = parse_dpkg_query(out)
 
     keep = module.params["keep"]
