@@ -36,7 +36,8 @@ _UNIT = _module_utils("systemd_unit")
 _VLLM = _module_utils("vllm_server_plan")
 _PIP = _module_utils("pip_options")
 _DEBIAN = _module_utils("debian_sources")
-# stack_rules imports nvidia_releases; memory_plan imports gguf_metadata and stack_rules.
+# stack_rules imports gpu_families and nvidia_releases; memory_plan imports gguf_metadata and stack_rules.
+_module_utils("gpu_families")
 _module_utils("nvidia_releases")
 _module_utils("gguf_metadata")
 _RULES = _module_utils("stack_rules")

@@ -20,6 +20,9 @@ _APT_INST = re.compile(r"^Inst (?P<name>\S+)(?: \[[^\]]*\])? \((?P<version>\S+)"
 # works with every driver (Ubuntu's archive ships a 510.x one next to 550
 # drivers), so it is never removed or refused for its version.
 BRANCH_INDEPENDENT = frozenset({"nvidia-modprobe"})
+# Ubuntu's prebuilt modules are versioned like the kernel and must follow its
+# updates: never held (plugins/module_utils/driver_plan.py).
+KERNEL_VERSIONED_PREFIX = "linux-modules-nvidia-"
 _DKMS_LINE = re.compile(
     r"^(?P<module>[^/,\s]+)[/,] ?(?P<version>[^,\s]+), (?P<kernel>[^,\s]+), (?P<arch>[^:\s]+): (?P<state>\w+)")
 

@@ -12,6 +12,9 @@ Sources (one comment per entry says which applies):
 - bandwidth: the vendor figure named in the entry's comment; None where no
   source confirmed it.
 
+Cards not listed here still get a compute capability: from the driver, else from
+their device id's chip family (gpu_families); these entries win over both.
+
 memory_mib is the marketed capacity in GiB times 1024. nvidia-smi's framebuffer total
 can be somewhat lower (a V100S 32GB reports 32510 MiB), so facts prefer the
 nvidia-smi value when the driver answers.

@@ -1,8 +1,9 @@
-"""Parsers for `lspci` and `nvidia-smi -q -x` output, and their merge into GPU facts.
+"""Parsers for `lspci`, `nvidia-smi -q -x` and `nvidia-smi --query-gpu` output, and their merge into GPU facts.
 
 Pure functions over text: the nvidia_gpu_facts module runs the tools, these read
 what they printed. lspci works before any driver is installed; nvidia-smi adds
-what only the driver knows (memory in use, BAR1, link state, temperatures).
+what only the driver knows (memory in use, BAR1, link state, temperatures, and
+the compute capability of any GPU, catalogued or not).
 """
 
 from __future__ import annotations
@@ -10,11 +11,14 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
-from ansible.module_utils.gpu_catalog import lookup, lookup_by_name, normalize_pci_device_id
+from ansible.module_utils.gpu_catalog import GpuModel, lookup, lookup_by_name, normalize_pci_device_id
+from ansible.module_utils.gpu_families import architecture, family_compute_capability
 
-# PCI display classes: VGA, 3D controller (headless data-center cards), other display.
-_DISPLAY_CLASS_IDS = frozenset({"0300", "0302", "0380"})
-_DISPLAY_CLASS_NAMES = frozenset({"vga compatible controller", "3d controller", "display controller"})
+# PCI display classes: VGA (a card with a display output), 3D controller (headless
+# data-center cards: every Tesla), other display controller.
+VGA_CLASS = "0300"
+_CLASS_IDS_BY_NAME = {"vga compatible controller": VGA_CLASS, "3d controller": "0302", "display controller": "0380"}
+_DISPLAY_CLASS_IDS = frozenset(_CLASS_IDS_BY_NAME.values())
 
 # One device line of lspci, optionally behind an "IOMMU Group N" prefix (loop scripts
 # over /sys/kernel/iommu_groups print that), with or without the domain (-D) and
@@ -35,6 +39,9 @@ _POWER_LIMIT_PATHS = ("power_readings/power_limit", "gpu_power_readings/current_
 _LEADING_NUMBER = re.compile(r"^\s*(\d+(?:\.\d+)?)")
 
 _DRIVER_UNAVAILABLE = "couldn't communicate with the nvidia driver"
+_UNKNOWN_FIELD = "is not a valid field to query"
+_CAPABILITY_LINE = re.compile(
+    r"^\s*(?P<bus>[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s*,\s*(?P<cc>\d+\.\d+)\s*$")
 
 
 def normalize_bus_id(bus_id: str) -> str:
@@ -60,11 +67,8 @@ def _lspci_device(match: re.Match) -> dict | None:
         desc = desc[: ids.start()] + desc[ids.end() :]
     elif not desc.startswith(_NVIDIA_VENDOR_NAME):
         return None
-    clsid = match.group("clsid")
-    if clsid:
-        if clsid not in _DISPLAY_CLASS_IDS:
-            return None
-    elif match.group("cls").strip().lower() not in _DISPLAY_CLASS_NAMES:
+    pci_class = (match.group("clsid") or "").lower() or _CLASS_IDS_BY_NAME.get(match.group("cls").strip().lower())
+    if pci_class not in _DISPLAY_CLASS_IDS:
         return None
     desc = desc[len(_NVIDIA_VENDOR_NAME) :].strip() if desc.startswith(_NVIDIA_VENDOR_NAME) else desc.strip()
     brackets = re.findall(r"\[([^\]]+)\]", desc)
@@ -78,6 +82,7 @@ def _lspci_device(match: re.Match) -> dict | None:
         "pci_bus_id": normalize_bus_id(match.group("bus")),
         "pci_device_id": device_id,
         "name": name,
+        "pci_class": pci_class,
     }
 
 
@@ -87,7 +92,8 @@ def parse_lspci(text: str) -> list[dict]:
     Also reads plain `lspci`, `lspci -v` blocks (indented lines are skipped) and
     IOMMU-group listings. Without numeric ids the device id comes from the model
     name through the catalogue, or is None when the name is not catalogued.
-    Each item: pci_bus_id, pci_device_id, name.
+    Each item: pci_bus_id, pci_device_id, name, pci_class ("0300" VGA, "0302" 3D
+    controller, "0380" other display controller; from the class name without -nn).
     """
     devices = []
     for line in text.splitlines():
@@ -144,6 +150,13 @@ def _power_limit(gpu: ET.Element) -> float | None:
     return None
 
 
+def _pci_class(gpu: ET.Element) -> str | None:
+    # Newer drivers (the 580 recording; not 535's) print the class as two numbers:
+    # 3 and 2 for a 3D controller, 3 and 0 for VGA.
+    base, sub = _integer(gpu, "pci/pci_base_class"), _integer(gpu, "pci/pci_sub_class")
+    return None if base is None or sub is None else "%02x%02x" % (base, sub)
+
+
 def _smi_gpu(gpu: ET.Element) -> dict:
     bus_id = _text(gpu, "pci/pci_bus_id") or gpu.get("id")
     device_id = _text(gpu, "pci/pci_device_id")
@@ -152,6 +165,7 @@ def _smi_gpu(gpu: ET.Element) -> dict:
         "name": _text(gpu, "product_name"),
         "pci_bus_id": normalize_bus_id(bus_id) if bus_id else None,
         "pci_device_id": normalize_pci_device_id(device_id) if device_id else None,
+        "pci_class": _pci_class(gpu),
         "uuid": _text(gpu, "uuid"),
         "minor_number": _integer(gpu, "minor_number"),
         # Direct children only: MIG devices nest their own fb/bar1 usage deeper.
@@ -189,6 +203,27 @@ def is_driver_unavailable(output: str) -> bool:
     return _DRIVER_UNAVAILABLE in output.lower()
 
 
+def parse_compute_capabilities(text: str) -> dict:
+    """{bus id: "7.0"} from `nvidia-smi --query-gpu=pci.bus_id,compute_cap --format=csv,noheader`.
+
+    One "00000000:00:06.0, 9.0" line per GPU. Lines that are not that shape (a
+    "[N/A]", another tool's output) are skipped, so the catalogue or the family
+    table decides for those GPUs.
+    """
+    capabilities = {}
+    for line in text.splitlines():
+        match = _CAPABILITY_LINE.match(line)
+        if match:
+            capabilities[normalize_bus_id(match.group("bus"))] = match.group("cc")
+    return capabilities
+
+
+def is_unknown_query_field(output: str) -> bool:
+    """True for an nvidia-smi older than the field asked for (exit 2, on stdout):
+    'Field "compute_cap" is not a valid field to query.' (470.256.02)."""
+    return _UNKNOWN_FIELD in output
+
+
 _DRIVER_FIELDS = (
     "bar1_total_mib",
     "pcie_link_gen_current",
@@ -204,19 +239,35 @@ _DRIVER_FIELDS = (
 )
 
 
-def _gpu_fact(index: int, seen: dict | None, driver: dict | None) -> dict:
+def _compute_capability(model: GpuModel | None, driver_capability: str | None, device_id: str | None) -> tuple:
+    """(capability, where it came from): the catalogue's exact entry, else what the
+    driver reports, else the device id's chip family; (None, None) when none knows."""
+    if model:
+        return model.compute_capability, "catalogue"
+    if driver_capability:
+        return driver_capability, "driver"
+    family = family_compute_capability(device_id)
+    return (family, "pci_id_family") if family else (None, None)
+
+
+def _gpu_fact(index: int, seen: dict | None, driver: dict | None, driver_capability: str | None) -> dict:
     lspci = seen or {}
     smi = driver or {}
     device_id = smi.get("pci_device_id") or lspci.get("pci_device_id")
     model = lookup(device_id) if device_id else None
+    capability, capability_source = _compute_capability(model, driver_capability, device_id)
     memory = smi.get("memory_total_mib")
+    pci_class = lspci.get("pci_class") or smi.get("pci_class")
     fact = {
         "index": index,
         "name": smi.get("name") or lspci.get("name"),
         "pci_bus_id": smi.get("pci_bus_id") or lspci.get("pci_bus_id"),
         "pci_device_id": device_id,
-        "architecture": model.architecture if model else None,
-        "compute_capability": model.compute_capability if model else None,
+        "pci_class": pci_class,
+        "display": None if pci_class is None else pci_class == VGA_CLASS,
+        "architecture": model.architecture if model else architecture(capability),
+        "compute_capability": capability,
+        "compute_capability_source": capability_source,
         "memory_total_mib": memory if memory is not None else (model.memory_mib if model else None),
         "memory_bandwidth_gbps": model.memory_bandwidth_gbps if model else None,
         "seen_by_lspci": seen is not None,
@@ -226,27 +277,48 @@ def _gpu_fact(index: int, seen: dict | None, driver: dict | None) -> dict:
     return fact
 
 
+def _mark_serving(gpus: list[dict]) -> None:
+    """A display card (VGA class) beside GPUs without a display output (3D controllers,
+    as every Tesla is) is there for the screen: it does not serve. A box whose GPUs are
+    all display cards (a workstation RTX) serves on them; an unknown class serves."""
+    headless_present = any(gpu["display"] is False for gpu in gpus)
+    for gpu in gpus:
+        gpu["serving"] = not (gpu["display"] and headless_present)
+
+
 def _bus_order(bus_id: str) -> tuple[int, ...]:
     # Numeric, so a VMD domain 10000 sorts after ffff.
     return tuple(int(part, 16) for part in re.split(r"[:.]", bus_id))
 
 
-def build_gpu_facts(lspci_gpus: list[dict], smi: dict | None) -> dict:
+def build_gpu_facts(lspci_gpus: list[dict], smi: dict | None, driver_capabilities: dict | None = None) -> dict:
     """Merge lspci and nvidia-smi views into the nvidia_gpu_facts contract.
 
     GPUs are matched by PCI bus id. Those nvidia-smi reports come first, in its
     order; GPUs only lspci saw (driver not bound) follow in PCI bus order with
     driver fields None. Compute capability, architecture and bandwidth come from
-    the catalogue, so they are known without a driver.
+    the catalogue, so they are known without a driver; for a card the catalogue
+    lacks, the capability comes from driver_capabilities ({bus id: "6.1"}, from
+    parse_compute_capabilities), else from the device id's chip family
+    (gpu_families). Display cards beside headless GPUs are marked serving: false
+    and left out of nvidia_serving_gpu_indexes.
     """
     smi_gpus = smi["gpus"] if smi else []
+    capabilities = driver_capabilities or {}
     by_bus = {gpu["pci_bus_id"]: gpu for gpu in lspci_gpus}
     pairs = [(by_bus.pop(gpu["pci_bus_id"], None), gpu) for gpu in smi_gpus]
     pairs += [(by_bus[bus], None) for bus in sorted(by_bus, key=_bus_order)]
-    gpus = [_gpu_fact(index, seen, driver) for index, (seen, driver) in enumerate(pairs)]
+    gpus = [
+        _gpu_fact(index, seen, driver, capabilities.get((driver or seen)["pci_bus_id"]))
+        for index, (seen, driver) in enumerate(pairs)
+    ]
+    _mark_serving(gpus)
+    serving = [gpu["index"] for gpu in gpus if gpu["serving"]]
     return {
         "nvidia_gpus": gpus,
         "nvidia_gpu_count": len(gpus),
+        "nvidia_serving_gpu_indexes": serving,
+        "nvidia_serving_gpu_count": len(serving),
         "nvidia_driver_version": smi["driver_version"] if smi else None,
         "nvidia_driver_cuda_version": smi["cuda_version"] if smi else None,
     }

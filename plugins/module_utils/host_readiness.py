@@ -4,8 +4,7 @@
 Warnings, not refusals: the run can go on, but the user should know. Pure
 functions over the GPU facts (nvidia_gpu_facts) and a `host` dict:
 
-    kernel_headers_present: bool | None   headers for the running kernel
-    secure_boot: bool | None              Secure Boot enforcing
+    kernel_headers_available: bool | None headers for the running kernel, installed or in apt
     nouveau_loaded: bool | None           nouveau in /proc/modules
     disk_free_mib: int | None             free space where the toolkit installs
 
@@ -38,18 +37,11 @@ def _gpu_label(gpu: Gpu) -> str:
 
 
 def kernel_headers_warnings(host: Host) -> List[str]:
-    if host.get("kernel_headers_present") is not False:
+    if host.get("kernel_headers_available") is not False:
         return []
-    return ["Kernel headers for the running kernel are missing, so DKMS cannot build the NVIDIA module: "
-            "install linux-headers-$(uname -r) (Debian: linux-headers-$(uname -r) from the same release)."]
-
-
-def secure_boot_warnings(host: Host, driver_branch: str) -> List[str]:
-    if host.get("secure_boot") is not True:
-        return []
-    return ["Secure Boot is on: an unsigned DKMS-built nvidia module will not load. Enroll a MOK for the DKMS "
-            "signing key, or on Ubuntu use Canonical's signed linux-modules-nvidia-%s-server-<flavour> "
-            "packages (nvidia_driver_source=distro), or turn Secure Boot off." % driver_branch]
+    return ["apt has no headers for the running kernel (Debian's archive keeps the current kernels' only), so no "
+            "module can be built for it: the driver stage installs the flavour's current kernel and headers "
+            "(linux-image-<flavour>, linux-headers-<flavour>) and reboots into that kernel."]
 
 
 def nouveau_warnings(host: Host) -> List[str]:
@@ -112,14 +104,16 @@ def throttle_warnings(gpus: Sequence[Gpu]) -> List[str]:
 
 
 def unknown_gpu_warnings(gpus: Sequence[Gpu]) -> List[str]:
-    """The compatibility rules skip a card whose compute capability is unknown."""
-    return ["%s is not in the GPU catalogue (compute capability unknown): the compatibility checks cannot "
-            "vouch for it." % _gpu_label(gpu) for gpu in gpus if not gpu.get("compute_capability")]
+    """The compatibility rules skip a serving card whose compute capability is unknown (display cards are
+    warned about by stack_rules.display_gpu_warnings)."""
+    return ["%s has no known compute capability (not in the GPU catalogue, not reported by the driver, PCI id "
+            "outside the chip families of gpu_families.py): the compatibility checks cannot vouch for it; set "
+            "llama_cpp_cuda_architectures explicitly." % _gpu_label(gpu)
+            for gpu in gpus if not gpu.get("compute_capability")]
 
 
-def readiness_warnings(gpus: Sequence[Gpu], host: Host, disk_required_mib: int = 0,
-                       driver_branch: str = "<branch>") -> List[str]:
+def readiness_warnings(gpus: Sequence[Gpu], host: Host, disk_required_mib: int = 0) -> List[str]:
     """All of the above, host first, then per GPU."""
-    return (kernel_headers_warnings(host) + secure_boot_warnings(host, driver_branch) + nouveau_warnings(host)
+    return (kernel_headers_warnings(host) + nouveau_warnings(host)
             + disk_warnings(host, disk_required_mib) + pcie_link_warnings(gpus) + bar1_warnings(gpus)
             + throttle_warnings(gpus) + unknown_gpu_warnings(gpus))

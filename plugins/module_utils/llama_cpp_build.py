@@ -61,9 +61,12 @@ def normalize_architectures(value: Optional[str]) -> str:
 
 def architectures_from_gpus(gpus: Optional[Iterable[Mapping[str, Any]]]) -> str:
     """nvidia_gpus facts -> "70" for V100s ("7.0"), "70;89" for V100 + RTX 4090.
-    GPUs whose compute capability is unknown are left out."""
+    GPUs whose compute capability is unknown are left out, and so are display cards
+    kept out of serving (serving: false): nothing runs on them."""
     numbers = set()
     for gpu in gpus or []:
+        if not (gpu or {}).get("serving", True):
+            continue
         match = _CAPABILITY.match(str((gpu or {}).get("compute_capability") or ""))
         if match:
             numbers.add(int(match.group(1)) * 10 + int(match.group(2)))
@@ -74,9 +77,10 @@ def resolve_architectures(requested: Optional[str], preflight_architectures: Opt
                           gpus: Optional[Sequence[Mapping[str, Any]]] = None) -> str:
     """The CUDA architectures to build for; "" means a CPU build.
 
-    An explicit `llama_cpp_cuda_architectures` wins; else what preflight
-    resolved (it checked the list against the GPUs) when it ran; else the
-    GPUs' compute capabilities; no GPUs -> "".
+    An explicit `llama_cpp_cuda_architectures` wins (it is also how a display
+    card is built for on purpose: "61;70"); else what preflight resolved (it
+    checked the list against the GPUs) when it ran; else the serving GPUs'
+    compute capabilities; no GPUs -> "".
     """
     if (requested or "").strip():
         return normalize_architectures(requested)

@@ -177,6 +177,15 @@ def _gpu_errors(where: str, instance: Mapping[str, Any], settings: Mapping[str, 
     return errors
 
 
+def _default_gpus(settings: Mapping[str, Any]) -> List[int]:
+    """What an instance without `gpus` sees: every GPU (no CUDA_VISIBLE_DEVICES), unless a
+    display card is kept out of serving; then the serving GPUs only."""
+    serving = settings.get("serving_gpus")
+    if serving is None or len(serving) >= settings["gpu_count"]:
+        return []
+    return list(serving)
+
+
 def _cache_types(instance: Mapping[str, Any], settings: Mapping[str, Any]) -> Tuple[str, str]:
     kv = instance.get("kv_cache_type", settings["kv_cache_type"])
     return instance.get("cache_type_k", kv), instance.get("cache_type_v", kv)
@@ -216,10 +225,13 @@ def plan_instances(instances: Sequence[Mapping[str, Any]], settings: Mapping[str
                    models_files: Optional[Mapping[str, Mapping[str, Any]]] = None) -> Dict[str, Any]:
     """llama_server_instances -> {"instances": [plan, ...], "errors": [message, ...]}.
 
-    settings: server_bin, backend (cuda | cpu), gpu_count, host, api_key_set,
+    settings: server_bin, backend (cuda | cpu), gpu_count, serving_gpus
+    (nvidia_serving_gpu_indexes; None when unknown), host, api_key_set,
     ctx_size, parallel, kv_cache_type, gpu_layers, flash_attention, metrics,
     webui, extra_args, config_dir, restart_schedule ("" for none),
-    restart_stagger_minutes.
+    restart_stagger_minutes. An instance's `gpus` are nvidia-smi indexes (a
+    display card's index included, on purpose); without them it sees the
+    serving GPUs.
     A plan: name, unit, model, model_path, model_sha256, host, port,
     health_url, argv, environment, key_file, restart_calendar, memory_plan
     (for nvidia_stack_check's memory_plans).
@@ -258,8 +270,9 @@ def plan_instances(instances: Sequence[Mapping[str, Any]], settings: Mapping[str
         gpus = instance.get("gpus", [])
         ctx_size = instance.get("ctx_size", settings["ctx_size"])
         parallel = instance.get("parallel", settings["parallel"])
-        environment = {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": ",".join(map(str, gpus))} \
-            if settings["backend"] == "cuda" and gpus else {}
+        visible = gpus or _default_gpus(settings)
+        environment = {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": ",".join(map(str, visible))} \
+            if settings["backend"] == "cuda" and visible else {}
         host = instance.get("host", settings["host"])
         plans.append({
             "name": instance["name"],

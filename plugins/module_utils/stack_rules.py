@@ -9,10 +9,13 @@ where that rule comes from. Preflight fails on any refusal, before the host is
 touched.
 
 GPUs are the dicts the nvidia_gpu_facts module returns; only "name", "index",
-"pci_device_id" and "compute_capability" ("7.0", or None for a card the
-catalogue does not know) are read here. A GPU with an unknown compute
+"pci_device_id", "pci_bus_id", "compute_capability" ("7.0", or None when
+unknown) and "serving" (False for a display card beside headless GPUs; a GPU
+without the key serves) are read here. A GPU with an unknown compute
 capability is skipped by the capability rules: the toolkit can only refuse what
-it knows to be broken.
+it knows to be broken. The toolkit, llama.cpp and vLLM rules look at the
+serving GPUs only; the driver rules at every GPU: a display card the chosen
+branch does not drive is warned about, not refused (display_gpu_warnings).
 
 Runs on the managed host's Python (3.8+): no third-party imports, no `match`.
 """
@@ -22,6 +25,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from ansible.module_utils.gpu_families import architecture, last_driver_branch
 from ansible.module_utils.nvidia_releases import (
     DRIVER_BRANCH_LIFECYCLE,
     DISTRIBUTION_GCC,
@@ -45,6 +49,7 @@ FACTS = "VOLTA_FACTS.md"
 SOURCE_SYSTEMS = FACTS + ", Driver branches (NVIDIA CUDA apt repo: ubuntu2204, ubuntu2404, debian12)"
 SOURCE_GPU_REQUIRED = "DESIGN.md, Public variables (preflight_require_gpu)"
 SOURCE_BRANCHES = FACTS + ", Driver branches"
+SOURCE_DRIVER_SUPPORT = FACTS + ", GPUs outside the catalogue (NVIDIA's legacy driver branches)"
 SOURCE_OPEN_MODULES = FACTS + ", Driver branches (open GPU kernel modules need GSP)"
 SOURCE_CUDA = FACTS + ", CUDA toolkit"
 SOURCE_CUDA_DRIVER = FACTS + ", CUDA toolkit (minor version compatibility: CUDA Compatibility guide)"
@@ -218,8 +223,13 @@ def parse_major_minor(text: Any) -> Optional[Tuple[int, int]]:
     return (int(match.group(1)), int(match.group(2))) if match else None
 
 
+def serving_gpus(gpus: Sequence[Gpu]) -> List[Gpu]:
+    """The GPUs the services run on: all but display cards kept out of serving."""
+    return [gpu for gpu in gpus if gpu.get("serving", True)]
+
+
 def compute_capability(gpu: Gpu) -> Optional[Capability]:
-    """A GPU fact's "7.0" -> (7, 0); None when the catalogue did not know the card."""
+    """A GPU fact's "7.0" -> (7, 0); None when nothing knew the card's capability."""
     return parse_major_minor(gpu.get("compute_capability"))
 
 
@@ -316,11 +326,24 @@ def check_gpu_present(request: StackRequest, gpus: Sequence[Gpu]) -> List[Refusa
     )]
 
 
-def check_driver_branch(request: StackRequest, gpus: Sequence[Gpu]) -> List[Refusal]:
-    """Branches 535/550/570/575/580 are known; 590+ only without pre-Turing GPUs.
+def _undriven(gpus: Sequence[Gpu], branch: int) -> List[Tuple[int, Gpu]]:
+    """(last branch, GPU) for GPUs whose architecture NVIDIA stopped driving before `branch`, oldest first."""
+    found = []
+    for gpu in gpus:
+        last = last_driver_branch(gpu.get("compute_capability"))
+        if last is not None and last < branch:
+            found.append((last, gpu))
+    return sorted(found, key=lambda pair: pair[0])
 
-    Source: VOLTA_FACTS.md, Driver branches (580 is the last Volta branch; 590+
-    ignores the GPU, "supported through the NVIDIA 580.xx Legacy drivers").
+
+def check_driver_branch(request: StackRequest, gpus: Sequence[Gpu]) -> List[Refusal]:
+    """Branches 535/550/570/575/580 are known, and must drive every serving GPU: 590+
+    drops Maxwell, Pascal and Volta, 535+ never drove Kepler or older.
+
+    Sources: VOLTA_FACTS.md, Driver branches (580 is the last Volta branch; 590+
+    ignores the GPU, "supported through the NVIDIA 580.xx Legacy drivers") and GPUs
+    outside the catalogue (470 the last for Kepler, 390 for Fermi, 340 for Tesla).
+    Display cards are display_gpu_warnings' business.
     """
     value = str(request.nvidia_driver_branch if request.nvidia_driver_branch is not None else "")
     known = ", ".join(str(branch) for branch in sorted(DRIVER_BRANCH_MAX_CUDA))
@@ -329,18 +352,25 @@ def check_driver_branch(request: StackRequest, gpus: Sequence[Gpu]) -> List[Refu
     if branch is None:
         return [Refusal("nvidia_driver_branch", value,
                         "is not a driver branch number (e.g. 580)", fix, SOURCE_BRANCHES)]
-    if branch >= FIRST_BRANCH_WITHOUT_VOLTA:
-        old = gpus_below(gpus, TURING)
-        if not old:
-            return []
+    undriven = _undriven(serving_gpus(gpus), branch)
+    if undriven:
+        last, gpu = undriven[0]
+        if last >= min(DRIVER_BRANCH_MAX_CUDA):
+            return [Refusal(
+                "nvidia_driver_branch", value,
+                "cannot drive %s: the driver ignores Volta GPUs (and older): they are \"supported through "
+                "the NVIDIA 580.xx Legacy drivers\"" % describe_gpu(gpu),
+                "Use 580 (the last branch for Volta) or %d" % DEFAULT_DRIVER_BRANCH,
+                SOURCE_BRANCHES,
+            )]
         return [Refusal(
             "nvidia_driver_branch", value,
-            "cannot drive %s: the driver ignores Volta GPUs (and older): they are \"supported through "
-            "the NVIDIA 580.xx Legacy drivers\"" % describe_gpu(old[0]),
-            "Use 580 (the last branch for Volta) or %d" % DEFAULT_DRIVER_BRANCH,
-            SOURCE_BRANCHES,
+            "cannot drive %s: NVIDIA's last driver branch for %s GPUs is %d, and this toolkit installs %s" % (
+                describe_gpu(gpu), architecture(gpu.get("compute_capability")), last, known),
+            "Take the card out of the host: no branch this toolkit installs drives it",
+            SOURCE_DRIVER_SUPPORT,
         )]
-    if branch in DRIVER_BRANCH_MAX_CUDA:
+    if branch >= FIRST_BRANCH_WITHOUT_VOLTA or branch in DRIVER_BRANCH_MAX_CUDA:
         return []
     return [Refusal(
         "nvidia_driver_branch", value,
@@ -491,10 +521,11 @@ def derive_cuda_architectures(gpus: Sequence[Gpu]) -> str:
 
 
 def resolve_cuda_architectures(request: StackRequest, gpus: Sequence[Gpu]) -> str:
-    """The list llama.cpp will be built with: derived when the variable is "", else normalised
-    ("70, 80" -> "70;80"). A malformed value comes back as given (and is refused by the check)."""
+    """The list llama.cpp will be built with: derived from the serving GPUs when the variable
+    is "", else normalised ("70, 80" -> "70;80"). A malformed value comes back as given (and
+    is refused by the check)."""
     if not (request.llama_cpp_cuda_architectures or "").strip():
-        return derive_cuda_architectures(gpus)
+        return derive_cuda_architectures(serving_gpus(gpus))
     try:
         return ";".join(parse_cuda_architectures(request.llama_cpp_cuda_architectures))
     except ValueError:
@@ -698,18 +729,23 @@ def check_vllm_dtype(request: StackRequest, gpus: Sequence[Gpu]) -> List[Refusal
 
 
 def check_stack(request: StackRequest, gpus: Sequence[Gpu]) -> List[Refusal]:
-    """Every rule, in the order a reader fixes them: system, GPU, driver, CUDA, llama.cpp, vLLM."""
+    """Every rule, in the order a reader fixes them: system, GPU, driver, CUDA, llama.cpp, vLLM.
+
+    The driver rules see every GPU (they pick the serving ones themselves); the rest see
+    only the serving GPUs: nothing is built for or run on a display card.
+    """
     request = replace(request, cuda_toolkit_version=resolve_cuda_toolkit(request))
+    serving = serving_gpus(gpus)
     refusals = check_system(request)
     refusals += check_gpu_present(request, gpus)
     refusals += check_driver_branch(request, gpus)
-    refusals += check_driver_flavor(request, gpus)
-    refusals += check_cuda_toolkit(request, gpus)
-    refusals += check_llama_cpp_architectures(request, gpus)
+    refusals += check_driver_flavor(request, serving)
+    refusals += check_cuda_toolkit(request, serving)
+    refusals += check_llama_cpp_architectures(request, serving)
     if request.vllm_enabled:
-        refusals += check_vllm_version(request, gpus)
-        refusals += check_vllm_quantization(request, gpus)
-        refusals += check_vllm_dtype(request, gpus)
+        refusals += check_vllm_version(request, serving)
+        refusals += check_vllm_quantization(request, serving)
+        refusals += check_vllm_dtype(request, serving)
     return refusals
 
 
@@ -771,7 +807,49 @@ def branch_lifecycle_warnings(request: StackRequest, gpus: Sequence[Gpu], today:
             % (branch, status, advice, SOURCE_LIFECYCLE)]
 
 
+def _gpu_label(gpu: Gpu) -> str:
+    """"GPU 0 (GeForce GT 710, 0000:04:00.0)": which card, and where to find it."""
+    return "GPU %s (%s, %s)" % (gpu.get("index", "?"), gpu.get("name") or gpu.get("pci_device_id") or "unknown",
+                                gpu.get("pci_bus_id") or "bus id unknown")
+
+
+def display_gpu_warnings(request: StackRequest, gpus: Sequence[Gpu]) -> List[str]:
+    """A display card kept out of serving that the chosen branch or flavour does not drive,
+    or whose architecture is unknown: the run goes on, the card gets no NVIDIA driver.
+
+    Sources: VOLTA_FACTS.md, GPUs outside the catalogue (470 the last branch for Kepler,
+    390 for Fermi, 340 for Tesla, 580 for Maxwell to Volta) and Driver branches (the open
+    kernel modules need GSP, Turing and newer).
+    """
+    branch = _parse_branch(request.nvidia_driver_branch)
+    if branch is None:
+        return []
+    warnings = []
+    for gpu in gpus:
+        if gpu.get("serving", True):
+            continue
+        capability = gpu.get("compute_capability")
+        last = last_driver_branch(capability)
+        if compute_capability(gpu) is None:
+            reason = ("its architecture is unknown (PCI id %s), so whether nvidia_driver_branch=%d drives it "
+                      "cannot be checked" % (gpu.get("pci_device_id") or "unknown", branch))
+        elif last is not None and last < branch:
+            reason = ("nvidia_driver_branch=%d does not drive it: NVIDIA's last branch for %s GPUs is %d"
+                      % (branch, architecture(capability), last))
+        elif request.nvidia_driver_flavor == "open" and gpus_below([gpu], TURING):
+            reason = ("nvidia_driver_flavor=open does not drive it: the open kernel modules need the GPU System "
+                      "Processor (GSP) of Turing and newer, and it is %s" % architecture(capability))
+        else:
+            continue
+        warnings.append(
+            "%s is a display card, left out of the serving GPUs and the CUDA build; %s. Serving is not "
+            "affected; the card gets no driver at all (nouveau is blacklisted for the NVIDIA driver), so it "
+            "shows the firmware console at most. For a desktop on that screen use a display card the branch "
+            "drives, or the board's own graphics. [source: %s]" % (_gpu_label(gpu), reason, SOURCE_DRIVER_SUPPORT))
+    return warnings
+
+
 def stack_warnings(request: StackRequest, gpus: Sequence[Gpu], today: str) -> List[str]:
     """Every warning about the requested stack (host readiness warnings live in host_readiness)."""
-    return (branch_lifecycle_warnings(request, gpus, today) + minor_compatibility_warnings(request)
-            + host_compiler_warnings(request))
+    return (branch_lifecycle_warnings(request, serving_gpus(gpus), today) + minor_compatibility_warnings(request)
+            + host_compiler_warnings(request) + display_gpu_warnings(request, gpus))

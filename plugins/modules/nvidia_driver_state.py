@@ -50,7 +50,9 @@ EXAMPLES = r"""
 
 RETURN = r"""
 installed:
-  description: Installed driver packages as C(name version), the ones the role holds (not C(nvidia-modprobe)).
+  description:
+    - Installed driver packages as C(name version), the ones the role holds (not C(nvidia-modprobe), not Ubuntu's
+      C(linux-modules-nvidia-*), which follow the kernel).
   returned: always
   type: list
 other_branch:
@@ -85,6 +87,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.driver_packages import (
     BRANCH_INDEPENDENT,
     DPKG_QUERY_FORMAT,
+    KERNEL_VERSIONED_PREFIX,
     dkms_kernels,
     foreign_branch_installs,
     open_flavor_installs,
@@ -138,8 +141,9 @@ def main() -> None:
 
     module.exit_json(
         changed=False,
-        # What the role holds: the branch-independent helpers are left free.
-        installed=["%s %s" % item for item in installed if item[0] not in BRANCH_INDEPENDENT],
+        # What the role holds: the branch-independent helpers and the kernel's modules are left free.
+        installed=["%s %s" % item for item in installed
+                   if item[0] not in BRANCH_INDEPENDENT and not item[0].startswith(KERNEL_VERSIONED_PREFIX)],
         other_branch=other_branch,
         simulated_foreign_branch=foreign_branch_installs(simulated, branch),
         simulated_open_flavor=open_flavor_installs(simulated),

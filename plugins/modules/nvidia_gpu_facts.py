@@ -12,7 +12,16 @@ description:
     C(nvidia-smi -q -x) when it is present, and merges both views by PCI bus id.
   - Compute capability, architecture and memory bandwidth come from a catalogue keyed
     by PCI device id (docs/VOLTA_FACTS.md for the V100 family), so they are known
-    before the driver exists.
+    before the driver exists. For a GPU the catalogue lacks, the compute capability
+    comes from the driver (C(nvidia-smi --query-gpu=pci.bus_id,compute_cap
+    --format=csv,noheader), one more call after a working C(nvidia-smi -q -x), whose XML
+    carries no compute capability), else from the chip family its PCI device id
+    belongs to (plugins/module_utils/gpu_families.py, derived from pci.ids), else it
+    is null (preflight warns).
+  - A display card (PCI class VGA) beside GPUs without a display output (3D
+    controllers, as every Tesla is) is reported with C(display=true) and
+    C(serving=false) and left out of C(nvidia_serving_gpu_indexes). A host whose GPUs
+    are all display cards serves on them.
   - Never changes the host. A missing C(lspci) or C(nvidia-smi), or an
     C(nvidia-smi) that cannot reach the driver, is reported in
     C(nvidia_gpu_sources) instead of failing.
@@ -35,6 +44,9 @@ attributes:
 notes:
   - Fields that need the driver (BAR1, link state, temperature, persistence mode,
     throttle reasons) are null for GPUs that C(nvidia-smi) did not report.
+  - C(index) is nvidia-smi's index for the GPUs it reports, which is the CUDA device
+    index under C(CUDA_DEVICE_ORDER=PCI_BUS_ID) (the services set it). GPUs only lspci
+    saw (a card the installed branch does not drive) follow and have no CUDA index.
 author:
   - V100 LLM host toolkit
 """
@@ -43,13 +55,18 @@ EXAMPLES = r"""
 - name: Read the GPUs
   nvidia_gpu_facts:
 
-- name: Stop when lspci sees more GPUs than the driver
+- name: Stop when the driver misses a GPU that should serve
   ansible.builtin.assert:
     that:
-      - ansible_facts.nvidia_gpus | rejectattr('seen_by_driver') | list | length == 0
+      - ansible_facts.nvidia_gpus | selectattr('serving') | rejectattr('seen_by_driver') | list | length == 0
     fail_msg: >-
-      lspci saw {{ ansible_facts.nvidia_gpus | selectattr('seen_by_lspci') | list | length }} GPUs,
-      nvidia-smi only {{ ansible_facts.nvidia_gpus | selectattr('seen_by_driver') | list | length }}.
+      {{ ansible_facts.nvidia_serving_gpu_count }} GPUs should serve,
+      the driver sees only
+      {{ ansible_facts.nvidia_gpus | selectattr('serving') | selectattr('seen_by_driver') | list | length }}.
+
+- name: Show the display card kept out of serving
+  ansible.builtin.debug:
+    msg: "{{ ansible_facts.nvidia_gpus | rejectattr('serving') | map(attribute='name') | list }}"
 
 - name: Use a tool outside PATH
   nvidia_gpu_facts:
@@ -67,8 +84,14 @@ ansible_facts:
         - One item per GPU. GPUs nvidia-smi reports come first, in its order, then GPUs
           only lspci saw, in PCI bus order.
         - Keys C(index), C(name), C(pci_bus_id) (C(0000:27:00.0)), C(pci_device_id)
-          (C(10de:1db6), null when unknown), C(architecture), C(compute_capability)
-          (C("7.0")), C(memory_total_mib) (nvidia-smi's value, else the catalogue's),
+          (C(10de:1db6), null when unknown), C(pci_class) (C(0302) 3D controller, C(0300) VGA,
+          C(0380) other display controller; from lspci, else from nvidia-smi where it prints
+          the class (580 does, 535 does not); null when neither says), C(display) (true for the
+          VGA class, null when the class is unknown), C(serving) (false for a display card beside
+          headless GPUs), C(architecture) (C(Volta)), C(compute_capability) (C("7.0"), null when
+          unknown),
+          C(compute_capability_source) (C(catalogue), C(driver), C(pci_id_family) or null),
+          C(memory_total_mib) (nvidia-smi's value, else the catalogue's),
           C(memory_bandwidth_gbps), C(seen_by_lspci), C(seen_by_driver); and from
           nvidia-smi only C(bar1_total_mib), C(pcie_link_gen_current), C(pcie_link_gen_max),
           C(pcie_link_width_current), C(pcie_link_width_max), C(persistence_mode),
@@ -78,7 +101,22 @@ ansible_facts:
       type: list
       elements: dict
     nvidia_gpu_count:
-      description: Number of items in C(nvidia_gpus).
+      description:
+        - Number of items in C(nvidia_gpus), display cards and GPUs the driver does not
+          drive included. The GPUs the services use are C(nvidia_serving_gpu_indexes).
+      returned: always
+      type: int
+      sample: 2
+    nvidia_serving_gpu_indexes:
+      description:
+        - C(index) of every GPU with C(serving=true), in order; what the llama.cpp build
+          targets and the services use by default.
+      returned: always
+      type: list
+      elements: int
+      sample: [1, 2]
+    nvidia_serving_gpu_count:
+      description: Number of items in C(nvidia_serving_gpu_indexes).
       returned: always
       type: int
       sample: 2
@@ -97,6 +135,10 @@ ansible_facts:
         - For C(lspci) and C(nvidia_smi) each, C(path) (null when not found on the search path), C(status)
           (C(ok), C(missing), C(failed), or for nvidia-smi C(driver_unavailable)),
           C(rc) and C(error) (the tool's output when it failed).
+        - C(nvidia_smi_compute_cap), the same for the compute-capability query; its status is
+          C(ok), C(unsupported) (a driver older than the C(compute_cap) field, such as 470, whose
+          nvidia-smi answers C(Field "compute_cap" is not a valid field to query.)), C(failed), or
+          C(skipped) when C(nvidia-smi -q -x) did not work.
       returned: always
       type: dict
 """
@@ -108,9 +150,13 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.gpu_inventory import (
     build_gpu_facts,
     is_driver_unavailable,
+    is_unknown_query_field,
+    parse_compute_capabilities,
     parse_lspci,
     parse_nvidia_smi_xml,
 )
+
+COMPUTE_CAP_QUERY = ("--query-gpu=pci.bus_id,compute_cap", "--format=csv,noheader")
 
 
 def _source(path: str | None, status: str, rc: int | None = None, error: str | None = None) -> dict:
@@ -154,9 +200,27 @@ def collect(run, lspci_path: str | None, nvidia_smi_path: str | None) -> dict:
             except ET.ParseError as exc:
                 smi_source = _source(nvidia_smi_path, "failed", rc, f"unreadable XML: {exc}")
 
-    facts = build_gpu_facts(lspci_gpus, smi)
-    facts["nvidia_gpu_sources"] = {"lspci": lspci_source, "nvidia_smi": smi_source}
+    capabilities, capability_source = {}, _source(nvidia_smi_path, "skipped")
+    if smi is not None:
+        capabilities, capability_source = query_compute_capabilities(run, nvidia_smi_path)
+
+    facts = build_gpu_facts(lspci_gpus, smi, capabilities)
+    facts["nvidia_gpu_sources"] = {
+        "lspci": lspci_source,
+        "nvidia_smi": smi_source,
+        "nvidia_smi_compute_cap": capability_source,
+    }
     return facts
+
+
+def query_compute_capabilities(run, nvidia_smi_path: str) -> tuple:
+    """({bus id: "7.0"}, source) from the driver; an old driver's refusal of the field is not an error."""
+    rc, out, err = run([nvidia_smi_path, *COMPUTE_CAP_QUERY])
+    if rc == 0:
+        return parse_compute_capabilities(out), _source(nvidia_smi_path, "ok", rc)
+    message = (out + "\n" + err).strip()
+    status = "unsupported" if is_unknown_query_field(message) else "failed"
+    return {}, _source(nvidia_smi_path, status, rc, message)
 
 
 def main() -> None:

@@ -15,11 +15,17 @@ description:
     the rule's source, when any rule refuses. Nothing on the host is changed either way.
   - Warnings (missing kernel headers, Secure Boot, nouveau, low disk, narrow PCIe link, small BAR1,
     throttling, GPUs missing from the catalogue, a driver branch past its end of life, a toolkit that runs
-    through CUDA minor version compatibility or whose nvcc refuses the distribution's GCC) never fail the task.
+    through CUDA minor version compatibility or whose nvcc refuses the distribution's GCC, a display card
+    the chosen branch or flavour does not drive) never fail the task.
+  - Display cards kept out of serving (C(serving=false) in the facts) count for the driver rules only. The
+    toolkit, llama.cpp and vLLM rules, the memory plans, the PCIe/BAR1/throttle warnings and
+    C(min_compute_capability) look at the serving GPUs.
 version_added: "1.0.0"
 options:
   gpus:
-    description: The GPU facts, C(ansible_facts.nvidia_gpus) from M(nvidia_gpu_facts).
+    description:
+      - The GPU facts, C(ansible_facts.nvidia_gpus) from M(nvidia_gpu_facts). A GPU without the
+        C(serving) key counts as serving.
     type: list
     elements: dict
     default: []
@@ -94,11 +100,8 @@ options:
     type: dict
     default: {}
     suboptions:
-      kernel_headers_present:
-        description: Whether headers for the running kernel are installed.
-        type: bool
-      secure_boot:
-        description: Whether Secure Boot is enforcing.
+      kernel_headers_available:
+        description: Whether headers for the running kernel are installed or apt has them.
         type: bool
       nouveau_loaded:
         description: Whether the nouveau module is loaded.
@@ -162,7 +165,7 @@ options:
         type: int
         default: 1
       gpu_memory_mib:
-        description: Memory of one GPU in MiB. Defaults to the smallest C(memory_total_mib) among O(gpus).
+        description: Memory of one GPU in MiB. Defaults to the smallest C(memory_total_mib) among the serving O(gpus).
         type: int
       compute_buffer_mib:
         description:
@@ -215,7 +218,7 @@ EXAMPLES = r"""
     vllm_dtype: "{{ vllm_dtype }}"
     vllm_model_architecture: "{{ vllm_model_architecture | default('') }}"
     host:
-      kernel_headers_present: "{{ preflight_kernel_headers.stat.exists }}"
+      kernel_headers_available: "{{ nvidia_driver_plan.running_kernel_supported }}"
       disk_free_mib: "{{ preflight_disk_free_mib }}"
     disk_required_mib: 20000
     memory_plans:
@@ -291,12 +294,14 @@ cuda_toolkit_version:
   type: str
   sample: "12.4"
 cuda_architectures:
-  description: The CMake CUDA architecture list llama.cpp should be built with, derived or normalised (C(70)).
+  description:
+    - The CMake CUDA architecture list llama.cpp should be built with, derived from the serving GPUs or
+      normalised (C(70)).
   returned: always
   type: str
   sample: "70"
 min_compute_capability:
-  description: The lowest known compute capability among the GPUs, or null.
+  description: The lowest known compute capability among the serving GPUs, or null.
   returned: always
   type: str
   sample: "7.0"
@@ -330,6 +335,7 @@ from ansible.module_utils.stack_rules import (
     min_compute_capability,
     resolve_cuda_architectures,
     resolve_cuda_toolkit,
+    serving_gpus,
     stack_warnings,
 )
 
@@ -377,8 +383,7 @@ ARGUMENT_SPEC = dict(
     vllm_model_architecture=dict(type="str", default=""),
     vllm_model_dtype=dict(type="str", default=""),
     host=dict(type="dict", default={}, options=dict(
-        kernel_headers_present=dict(type="bool"),
-        secure_boot=dict(type="bool"),
+        kernel_headers_available=dict(type="bool"),
         nouveau_loaded=dict(type="bool"),
         disk_free_mib=dict(type="int"),
     )),
@@ -450,22 +455,23 @@ def main():
     params = dict(module.params)
     params["python_version"] = params["python_version"] or platform.python_version()
     gpus = params["gpus"]
+    # A display card's x4 slot, 256 MiB BAR1 or small memory says nothing about serving.
+    serving = serving_gpus(gpus)
     request = StackRequest(**{option: params[option] for option in REQUEST_OPTIONS})
 
     refusals = check_stack(request, gpus)
     warnings = stack_warnings(request, gpus, datetime.date.today().isoformat())
-    warnings += readiness_warnings(gpus, params["host"] or {}, params["disk_required_mib"],
-                                   params["nvidia_driver_branch"])
+    warnings += readiness_warnings(serving, params["host"] or {}, params["disk_required_mib"])
     plans = []
     for spec in params["memory_plans"]:
-        result, refusal, warning = size_plan(spec, gpus)
+        result, refusal, warning = size_plan(spec, serving)
         plans.append(result)
         refusals += [refusal] if refusal else []
         warnings += [warning] if warning else []
     for warning in warnings:
         module.warn(warning)
 
-    lowest = min_compute_capability(gpus)
+    lowest = min_compute_capability(serving)
     result = dict(
         changed=False,
         refusals=[refusal.as_dict() for refusal in refusals],

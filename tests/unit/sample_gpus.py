@@ -44,3 +44,24 @@ def h200(index=0, driver=False):
 
 def unknown_card(index=0):
     return gpu(index, None, "ffff", None, None)
+
+
+def display_card(card):
+    """A card as the facts report it beside headless GPUs: VGA class, kept out of serving."""
+    return dict(card, pci_class="0300", display=True, serving=False)
+
+
+def geforce_gt_710(index=0):
+    """GK208B [10de:128b], a display card (lspci-nn_gt710-display_v100-pcie-16gb.txt);
+    no branch from 535 on drives it, so only lspci and the family table know it."""
+    return display_card(gpu(index, "GeForce GT 710", "128b", "3.5", None))
+
+
+def geforce_gt_1030(index=0):
+    """GP108 [10de:1d01] (kmsg_open-module-no-gsp_gt1030_10de-1d01_journal.txt), a display card."""
+    return display_card(gpu(index, "GeForce GT 1030", "1d01", "6.1", None))
+
+
+def tesla_k80(index=0):
+    """GK210 [10de:102d]: a headless Kepler card, last driven by 470."""
+    return gpu(index, "Tesla K80", "102d", "3.7", 11441)

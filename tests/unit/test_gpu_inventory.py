@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from ansible.module_utils import gpu_inventory
 from ansible.module_utils.gpu_inventory import (
     build_gpu_facts,
     is_driver_unavailable,
+    is_unknown_query_field,
     normalize_bus_id,
+    parse_compute_capabilities,
     parse_lspci,
     parse_nvidia_smi_xml,
 )
@@ -19,14 +22,23 @@ SMI_V100S = "nvidia-smi-q-x_v100s-pcie-32gb_x8_460.73.01.xml"
 SMI_A100 = "nvidia-smi-q-x_a100-sxm4-80gb_535.54.03.xml"
 SMI_T4 = "nvidia-smi-q-x_tesla-t4_x1_515.105.01.xml"
 SMI_FAILED = "nvidia-smi_failed-to-communicate.txt"
+SMI_H200 = "nvidia-smi-q-x_h200_x1_580.159.04.xml"
+LSPCI_GT710_V100 = "lspci-nn_gt710-display_v100-pcie-16gb.txt"
+CAP_H200 = "nvidia-smi_query-gpu-compute-cap_h200_580.159.04.csv"
+CAP_UNSUPPORTED_470 = "nvidia-smi_query-gpu-compute-cap_unsupported_470.256.02.txt"
+CAP_UNKNOWN_FIELD_580 = "nvidia-smi_query-gpu-unknown-field_580.159.04.txt"
 
 GPU_KEYS = {
     "index",
     "name",
     "pci_bus_id",
     "pci_device_id",
+    "pci_class",
+    "display",
+    "serving",
     "architecture",
     "compute_capability",
+    "compute_capability_source",
     "memory_total_mib",
     "memory_bandwidth_gbps",
     "bar1_total_mib",
@@ -82,7 +94,8 @@ def test_lspci_iommu_group_listing_six_v100_pcie_16gb():
 def test_lspci_plain_hyperv_listing_keeps_domain_and_finds_id_by_name():
     # No [vvvv:dddd] ids; the Intel bridges and the Hyper-V VGA are not NVIDIA.
     assert parse_lspci(recorded(LSPCI_HYPERV)) == [
-        {"pci_bus_id": "0001:00:00.0", "pci_device_id": "10de:1db4", "name": "Tesla V100 PCIe 16GB"}
+        {"pci_bus_id": "0001:00:00.0", "pci_device_id": "10de:1db4", "name": "Tesla V100 PCIe 16GB",
+         "pci_class": "0302"}  # from the class name "3D controller"
     ]
 
 
@@ -200,6 +213,8 @@ def test_facts_before_any_driver_come_from_lspci_and_the_catalogue():
     for gpu in gpus:
         assert set(gpu) == GPU_KEYS
         assert (gpu["architecture"], gpu["compute_capability"]) == ("Volta", "7.0")
+        assert gpu["compute_capability_source"] == "catalogue"
+        assert (gpu["pci_class"], gpu["display"], gpu["serving"]) == ("0302", False, True)
         assert gpu["memory_total_mib"] == 16384  # catalogue value, no driver to ask
         assert gpu["memory_bandwidth_gbps"] == 900.0
         assert (gpu["seen_by_lspci"], gpu["seen_by_driver"]) == (True, False)
@@ -218,6 +233,9 @@ def test_facts_without_lspci_come_from_nvidia_smi():
     assert (first["compute_capability"], first["memory_bandwidth_gbps"]) == ("7.0", 1134.0)
     assert first["bar1_total_mib"] == 32768
     assert (first["seen_by_lspci"], first["seen_by_driver"]) == (False, True)
+    # 460's XML has no PCI class: unknown, and so serving.
+    assert (first["pci_class"], first["display"], first["serving"]) == (None, None, True)
+    assert facts["nvidia_serving_gpu_indexes"] == list(range(8))
     assert facts["nvidia_gpus"][3]["throttle_reasons"] == ["sw_power_cap"]
 
 
@@ -262,6 +280,8 @@ def test_no_gpus_at_all():
     assert build_gpu_facts([], None) == {
         "nvidia_gpus": [],
         "nvidia_gpu_count": 0,
+        "nvidia_serving_gpu_indexes": [],
+        "nvidia_serving_gpu_count": 0,
         "nvidia_driver_version": None,
         "nvidia_driver_cuda_version": None,
     }
@@ -277,3 +297,75 @@ def test_h200_recorded_on_the_lent_gpu_machine():
     assert (gpu["memory_total_mib"], gpu["bar1_total_mib"]) == (143771, 262144)
     assert (gpu["pcie_link_gen_max"], gpu["pcie_link_width_max"], gpu["persistence_mode"]) == (5, 16, True)
     assert gpu["seen_by_driver"] and not gpu["seen_by_lspci"]
+    # 580 prints the PCI class (base 3, sub 2), so a host without lspci still knows it.
+    assert (gpu["pci_class"], gpu["display"], gpu["serving"]) == ("0302", False, True)
+
+
+# --- nvidia-smi --query-gpu=pci.bus_id,compute_cap ----------------------------
+
+
+def test_compute_capabilities_from_the_h200_query():
+    assert parse_compute_capabilities(recorded(CAP_H200)) == {"0000:00:06.0": "9.0"}
+
+
+@pytest.mark.parametrize("name", [CAP_UNSUPPORTED_470, CAP_UNKNOWN_FIELD_580, SMI_H200, SMI_FAILED])
+def test_compute_capabilities_from_other_output_are_none(name):
+    assert parse_compute_capabilities(recorded(name)) == {}
+
+
+def test_an_old_nvidia_smi_refusing_the_field_is_recognised():
+    assert is_unknown_query_field(recorded(CAP_UNSUPPORTED_470))  # 470.256.02, the field we ask for
+    assert is_unknown_query_field(recorded(CAP_UNKNOWN_FIELD_580))  # 580 with a field it lacks: same text
+    assert not is_unknown_query_field(recorded(CAP_H200))
+    assert not is_unknown_query_field(recorded(SMI_FAILED))
+
+
+def test_driver_capability_for_a_gpu_the_catalogue_lacks(monkeypatch):
+    # The H200 is catalogued; without its entry the driver's answer is what the facts carry.
+    smi = parse_nvidia_smi_xml(recorded(SMI_H200))
+    capabilities = parse_compute_capabilities(recorded(CAP_H200))
+    assert build_gpu_facts([], smi, capabilities)["nvidia_gpus"][0]["compute_capability_source"] == "catalogue"
+    monkeypatch.setattr(gpu_inventory, "lookup", lambda device_id: None)
+    (gpu,) = build_gpu_facts([], smi, capabilities)["nvidia_gpus"]
+    assert (gpu["compute_capability"], gpu["compute_capability_source"], gpu["architecture"]) == (
+        "9.0", "driver", "Hopper")
+    assert gpu["memory_bandwidth_gbps"] is None  # only the catalogue knows it
+
+
+# --- a display card beside the V100 --------------------------------------------
+
+
+def test_lspci_keeps_the_class_and_skips_the_display_card_audio():
+    gpus = parse_lspci(recorded(LSPCI_GT710_V100))
+    assert gpus == [
+        {"pci_bus_id": "0000:04:00.0", "pci_device_id": "10de:128b", "name": "GeForce GT 710", "pci_class": "0300"},
+        {"pci_bus_id": "0000:09:00.0", "pci_device_id": "10de:1db4", "name": "Tesla V100 PCIe 16GB",
+         "pci_class": "0302"},
+    ]
+
+
+def test_display_card_gets_its_family_capability_and_stays_out_of_serving():
+    facts = build_gpu_facts(parse_lspci(recorded(LSPCI_GT710_V100)), None)
+    gt710, v100 = facts["nvidia_gpus"]
+    assert (gt710["index"], gt710["name"], gt710["display"], gt710["serving"]) == (0, "GeForce GT 710", True, False)
+    # Not catalogued: GK208B's device id range gives Kepler 3.5; nothing else is known without a driver.
+    assert (gt710["compute_capability"], gt710["compute_capability_source"], gt710["architecture"]) == (
+        "3.5", "pci_id_family", "Kepler")
+    assert (gt710["memory_total_mib"], gt710["memory_bandwidth_gbps"]) == (None, None)
+    assert (v100["index"], v100["display"], v100["serving"], v100["compute_capability"]) == (1, False, True, "7.0")
+    assert facts["nvidia_gpu_count"] == 2
+    assert (facts["nvidia_serving_gpu_indexes"], facts["nvidia_serving_gpu_count"]) == ([1], 1)
+
+
+def test_display_cards_alone_serve():
+    # A box whose only GPUs have a display output (a workstation card) serves on them.
+    (gt710,) = build_gpu_facts(parse_lspci(recorded(LSPCI_GT710_V100))[:1], None)["nvidia_gpus"]
+    assert (gt710["display"], gt710["serving"]) == (True, True)
+
+
+def test_an_id_outside_every_family_stays_unknown():
+    # GB112 (10de:3200) is in pci.ids, but NVIDIA's capability page does not place it.
+    lspci = [{"pci_bus_id": "0000:65:00.0", "pci_device_id": "10de:3200", "name": "GB112", "pci_class": "0302"}]
+    (gpu,) = build_gpu_facts(lspci, None)["nvidia_gpus"]
+    assert (gpu["compute_capability"], gpu["compute_capability_source"], gpu["architecture"]) == (None, None, None)
+    assert gpu["serving"] is True

@@ -8,14 +8,13 @@ from ansible.module_utils.host_readiness import (
     nouveau_warnings,
     pcie_link_warnings,
     readiness_warnings,
-    secure_boot_warnings,
     throttle_warnings,
     unknown_gpu_warnings,
 )
 
-HEALTHY_HOST = {"kernel_headers_present": True, "secure_boot": False, "nouveau_loaded": False,
+HEALTHY_HOST = {"kernel_headers_available": True, "nouveau_loaded": False,
                 "disk_free_mib": 200000}
-UNCHECKED_HOST = {"kernel_headers_present": None, "secure_boot": None, "nouveau_loaded": None,
+UNCHECKED_HOST = {"kernel_headers_available": None, "nouveau_loaded": None,
                   "disk_free_mib": None}
 
 
@@ -40,24 +39,15 @@ def v100_before_driver(index=0):
 
 
 def test_healthy_and_unchecked_hosts_have_no_warnings():
-    assert readiness_warnings([v100_pcie_32gb(0), v100_pcie_32gb(1)], HEALTHY_HOST, 50000, "550") == []
-    assert readiness_warnings([v100_before_driver()], UNCHECKED_HOST, 50000, "550") == []
+    assert readiness_warnings([v100_pcie_32gb(0), v100_pcie_32gb(1)], HEALTHY_HOST, 50000) == []
+    assert readiness_warnings([v100_before_driver()], UNCHECKED_HOST, 50000) == []
     assert readiness_warnings([], {}, 0) == []
 
 
-def test_missing_kernel_headers():
-    assert kernel_headers_warnings({"kernel_headers_present": True}) == []
-    [warning] = kernel_headers_warnings({"kernel_headers_present": False})
-    assert "DKMS cannot build" in warning and "linux-headers-$(uname -r)" in warning
-
-
-def test_secure_boot_names_the_signed_packages_for_the_branch():
-    assert secure_boot_warnings({"secure_boot": False}, "550") == []
-    [warning] = secure_boot_warnings({"secure_boot": True}, "550")
-    assert "unsigned DKMS-built nvidia module will not load" in warning
-    assert "Enroll a MOK" in warning
-    assert "linux-modules-nvidia-550-server-<flavour>" in warning
-    assert "turn Secure Boot off" in warning
+def test_running_kernel_without_headers_in_apt():
+    assert kernel_headers_warnings({"kernel_headers_available": True}) == []
+    [warning] = kernel_headers_warnings({"kernel_headers_available": False})
+    assert "apt has no headers for the running kernel" in warning and "reboots into that kernel" in warning
 
 
 def test_nouveau_loaded():
@@ -103,11 +93,11 @@ def test_cards_missing_from_the_catalogue():
     unknown = {"index": 2, "name": None, "pci_device_id": "10de:ffff", "pci_bus_id": "0000:81:00.0",
                "compute_capability": None}
     [warning] = unknown_gpu_warnings([v100_pcie_32gb(), unknown])
-    assert warning.startswith("GPU 2 (10de:ffff, 0000:81:00.0) is not in the GPU catalogue")
+    assert warning.startswith("GPU 2 (10de:ffff, 0000:81:00.0) has no known compute capability")
 
 
 def test_readiness_lists_host_problems_before_gpu_problems():
-    host = {"kernel_headers_present": False, "secure_boot": True, "nouveau_loaded": True, "disk_free_mib": 1}
+    host = {"kernel_headers_available": False, "nouveau_loaded": True, "disk_free_mib": 1}
     warnings = readiness_warnings([v100_pcie_32gb(pcie_link_width_current=8, bar1_total_mib=256,
-                                                  throttle_reasons=["hw_slowdown"])], host, 100, "535")
-    assert [w.split(" ")[0] for w in warnings] == ["Kernel", "Secure", "nouveau", "Only", "GPU", "GPU", "GPU"]
+                                                  throttle_reasons=["hw_slowdown"])], host, 100)
+    assert [w.split(" ")[0] for w in warnings] == ["apt", "nouveau", "Only", "GPU", "GPU", "GPU"]

@@ -93,6 +93,14 @@ def test_mixed_and_unknown_gpus():
     assert architectures_from_gpus(None) == ""
 
 
+def test_a_display_card_kept_out_of_serving_is_not_built_for():
+    gt1030 = {"index": 0, "name": "GeForce GT 1030", "pci_device_id": "10de:1d01", "compute_capability": "6.1",
+              "display": True, "serving": False}
+    assert architectures_from_gpus([gt1030, dict(V100, index=1)]) == "70"
+    assert resolve_architectures("", None, [gt1030, V100]) == "70"
+    assert resolve_architectures("61;70", None, [gt1030, V100]) == "61;70"  # on purpose
+
+
 def test_build_number_commit_and_fa_quants():
     args = cmake_args("70", build_number="7000", commit=COMMIT, fa_all_quants=True)
     assert "-DLLAMA_BUILD_NUMBER=7000" in args

@@ -54,6 +54,23 @@ def test_one_instance_split_over_two_gpus():
     assert instance["memory_plan"]["gpu_count"] == 2
 
 
+def test_an_instance_without_gpus_sees_the_serving_gpus_only_beside_a_display_card():
+    instance = [{"name": "a", "model": "qwen", "port": 8081}]
+    # GPU 0 is a display card (nvidia_serving_gpu_indexes [1, 2]): the instance sees the V100s.
+    beside = plan(instance, gpu_count=3, serving_gpus=[1, 2])["instances"][0]
+    assert beside["environment"] == {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": "1,2"}
+    assert "--split-mode" not in beside["argv"]  # llama.cpp's own default over what it sees
+    # Every GPU serves (or nothing is known): no CUDA_VISIBLE_DEVICES, as before.
+    assert plan(instance, gpu_count=2, serving_gpus=[0, 1])["instances"][0]["environment"] == {}
+    assert plan(instance)["instances"][0]["environment"] == {}
+
+
+def test_an_instance_may_name_a_display_card_on_purpose():
+    result = plan([{"name": "a", "model": "qwen", "port": 8081, "gpus": [0]}], gpu_count=3, serving_gpus=[1, 2])
+    assert result["errors"] == []
+    assert result["instances"][0]["environment"]["CUDA_VISIBLE_DEVICES"] == "0"
+
+
 def test_row_split_is_selectable():
     argv = plan([{"name": "big", "model": "qwen", "port": 8081, "gpus": [0, 1], "split_mode": "row"}]
                 )["instances"][0]["argv"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import nvidia_gpu_facts
@@ -21,6 +22,10 @@ LSPCI_HYPERV = RECORDED / "lspci_hyperv_v100-pcie-16gb_full.txt"
 SMI_V100S = RECORDED / "nvidia-smi-q-x_v100s-pcie-32gb_x8_460.73.01.xml"
 SMI_A100 = RECORDED / "nvidia-smi-q-x_a100-sxm4-80gb_535.54.03.xml"
 SMI_FAILED = RECORDED / "nvidia-smi_failed-to-communicate.txt"
+SMI_H200 = RECORDED / "nvidia-smi-q-x_h200_x1_580.159.04.xml"
+CAP_H200 = RECORDED / "nvidia-smi_query-gpu-compute-cap_h200_580.159.04.csv"
+CAP_UNSUPPORTED_470 = RECORDED / "nvidia-smi_query-gpu-compute-cap_unsupported_470.256.02.txt"
+LSPCI_GT710_V100 = RECORDED / "lspci-nn_gt710-display_v100-pcie-16gb.txt"
 
 
 def stub(directory: Path, name: str, replay: Path, exit_code: int = 0) -> str:
@@ -28,6 +33,16 @@ def stub(directory: Path, name: str, replay: Path, exit_code: int = 0) -> str:
     directory.mkdir(exist_ok=True)
     path = directory / name
     path.write_text(f"#!/bin/sh\ncat '{replay}'\nexit {exit_code}\n")
+    path.chmod(0o755)
+    return str(path)
+
+
+def smi_stub(directory: Path, xml: Path, query: Path, query_exit: int = 0) -> str:
+    """nvidia-smi that answers -q -x with one recording and --query-gpu with another."""
+    directory.mkdir(exist_ok=True)
+    path = directory / "nvidia-smi"
+    path.write_text(f"#!/bin/sh\ncase \"$1\" in --query-gpu=*) cat '{query}'; exit {query_exit};; esac\n"
+                    f"cat '{xml}'\n")
     path.chmod(0o755)
     return str(path)
 
@@ -145,3 +160,51 @@ def test_collect_passes_the_documented_arguments_and_reports_failures(tmp_path):
     assert facts["nvidia_gpu_sources"]["lspci"]["rc"] == 1
     assert facts["nvidia_gpu_sources"]["nvidia_smi"]["status"] == "failed"
     assert facts["nvidia_gpu_sources"]["nvidia_smi"]["error"].startswith("unreadable XML")
+
+
+def test_display_card_beside_a_v100_before_any_driver(tmp_path, capsys):
+    bin_dir = tmp_path / "bin"
+    result = run_module(
+        capsys,
+        {
+            "lspci_path": stub(bin_dir, "lspci", LSPCI_GT710_V100),
+            "nvidia_smi_path": stub(bin_dir, "nvidia-smi", SMI_FAILED, exit_code=9),
+        },
+    )
+    facts = result["ansible_facts"]
+    gt710, v100 = facts["nvidia_gpus"]
+    assert (gt710["name"], gt710["display"], gt710["serving"], gt710["compute_capability"]) == (
+        "GeForce GT 710", True, False, "3.5")
+    assert (v100["name"], v100["display"], v100["serving"], v100["compute_capability"]) == (
+        "Tesla V100 PCIe 16GB", False, True, "7.0")
+    assert (facts["nvidia_gpu_count"], facts["nvidia_serving_gpu_indexes"], facts["nvidia_serving_gpu_count"]) == (
+        2, [1], 1)
+    # No driver to ask: the capability query is not even tried.
+    assert facts["nvidia_gpu_sources"]["nvidia_smi_compute_cap"]["status"] == "skipped"
+
+
+def test_the_capability_query_runs_after_the_xml(tmp_path):
+    smi = smi_stub(tmp_path / "bin", SMI_H200, CAP_H200)
+    calls = []
+
+    def run(argv):
+        calls.append(argv)
+        done = subprocess.run(argv, capture_output=True, text=True, check=False)
+        return done.returncode, done.stdout, done.stderr
+
+    facts = nvidia_gpu_facts.collect(run, None, smi)
+    assert calls == [[smi, "-q", "-x"], [smi, "--query-gpu=pci.bus_id,compute_cap", "--format=csv,noheader"]]
+    assert facts["nvidia_gpu_sources"]["nvidia_smi_compute_cap"] == {"path": smi, "status": "ok", "rc": 0,
+                                                                      "error": None}
+    (gpu,) = facts["nvidia_gpus"]
+    assert (gpu["compute_capability"], gpu["compute_capability_source"]) == ("9.0", "catalogue")
+
+
+def test_an_nvidia_smi_without_the_field_is_no_failure(tmp_path, capsys):
+    smi = smi_stub(tmp_path / "bin", SMI_H200, CAP_UNSUPPORTED_470, query_exit=2)
+    facts = run_module(capsys, {"lspci_path": str(tmp_path / "no-lspci"), "nvidia_smi_path": smi})["ansible_facts"]
+    source = facts["nvidia_gpu_sources"]["nvidia_smi_compute_cap"]
+    assert (source["status"], source["rc"]) == ("unsupported", 2)
+    assert source["error"] == CAP_UNSUPPORTED_470.read_text().strip()
+    assert facts["nvidia_gpu_sources"]["nvidia_smi"]["status"] == "ok"
+    assert facts["nvidia_gpus"][0]["compute_capability"] == "9.0"  # the catalogue still knows the H200

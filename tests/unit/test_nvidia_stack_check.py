@@ -175,15 +175,15 @@ def test_plan_shape_options_are_validated(capsys, plan, complaint):
 
 
 def test_readiness_warnings_are_returned_and_emitted(capsys):
-    host = {"secure_boot": True, "kernel_headers_present": False, "disk_free_mib": 1000}
+    host = {"kernel_headers_available": False, "disk_free_mib": 1000}
     code, result = run(capsys, module_args(host=host, disk_required_mib=20000, nvidia_driver_branch="535",
                                            cuda_toolkit_version="12.2"))
     assert code == 0
     warnings = result["readiness_warnings"]
     # The stack's warnings (535 is past its end of life) come before the host's.
-    assert len(warnings) == 4
+    assert len(warnings) == 3
     assert warnings[0].startswith("nvidia_driver_branch=535 (LTSB) reached its end of life in 2026-06")
-    assert "linux-modules-nvidia-535-server-<flavour>" in warnings[2]
+    assert warnings[1].startswith("apt has no headers for the running kernel")
     assert emitted_warnings(result) == warnings
 
 
@@ -209,3 +209,24 @@ def test_python_version_defaults_to_the_module_interpreter(capsys):
     code, result = run(capsys, args)
     # This test runs on Python 3.11, which vLLM 0.5.3 supports.
     assert code == 0, result
+
+
+def test_a_display_card_beside_the_v100_is_left_out_of_warnings_plans_and_capabilities(capsys):
+    # A GT 1030 as the driver reads it: 2 GiB, the 256 MiB BAR1 of a card without resizable BAR.
+    gt1030 = dict(sample_gpus.geforce_gt_1030(0), memory_total_mib=2048, bar1_total_mib=256,
+                  pcie_link_width_current=4, pcie_link_width_max=4, throttle_reasons=[])
+    plan = {"name": "smollm2", "gguf_path": str(SMOLLM2_PREFIX), "context_per_slot": 2048, "slots": 4}
+    code, result = run(capsys, module_args(gpus=[gt1030, v100_pcie_32gb(1)], memory_plans=[plan]))
+    assert code == 0, result
+    assert result["readiness_warnings"] == []  # no "Above 4G Decoding is off" for the display card
+    assert result["memory_plans"][0]["gpu_memory_mib"] == 32768  # the V100's, not the GT 1030's 2048
+    assert (result["min_compute_capability"], result["cuda_architectures"]) == ("7.0", "70")
+
+
+def test_a_kepler_display_card_on_535_is_a_warning(capsys):
+    code, result = run(capsys, module_args(gpus=[sample_gpus.geforce_gt_710(0), v100_pcie_32gb(1)],
+                                           nvidia_driver_branch="535", cuda_toolkit_version="12.2"))
+    assert code == 0, result
+    [display] = [w for w in result["readiness_warnings"] if "is a display card" in w]
+    assert "NVIDIA's last branch for Kepler GPUs is 470" in display
+    assert display in emitted_warnings(result)

@@ -14,6 +14,7 @@ from ansible.module_utils.stack_rules import (
     StackRequest,
     branch_lifecycle_warnings,
     check_stack,
+    display_gpu_warnings,
     host_compiler_warnings,
     derive_cuda_architectures,
     min_compute_capability,
@@ -23,7 +24,20 @@ from ansible.module_utils.stack_rules import (
     resolve_cuda_toolkit,
     stack_warnings,
 )
-from sample_gpus import a100, gpu, h200, rtx_4090, tesla_t4, unknown_card, v100_pcie_32gb, v100s_pcie_32gb
+from sample_gpus import (
+    a100,
+    display_card,
+    geforce_gt_710,
+    geforce_gt_1030,
+    gpu,
+    h200,
+    rtx_4090,
+    tesla_k80,
+    tesla_t4,
+    unknown_card,
+    v100_pcie_32gb,
+    v100s_pcie_32gb,
+)
 
 
 def request(**changes):
@@ -558,3 +572,71 @@ def test_min_compute_capability_ignores_unknown_cards():
 def test_unknown_cards_are_not_refused_by_capability_rules():
     req = request(nvidia_driver_flavor="open", llama_cpp_cuda_architectures="70")
     assert_passes(req, [unknown_card()])
+
+
+# --- display cards beside the serving GPUs -------------------------------------------
+
+
+def test_a_kepler_display_card_on_535_is_warned_about_not_refused():
+    req = request(nvidia_driver_branch="535", cuda_toolkit_version="12.2")
+    gpus = [geforce_gt_710(0), v100_pcie_32gb(1)]
+    assert_passes(req, gpus)
+    (warning,) = display_gpu_warnings(req, gpus)
+    assert warning.startswith("GPU 0 (GeForce GT 710, 0000:01:00.0) is a display card, left out of the serving "
+                              "GPUs and the CUDA build; nvidia_driver_branch=535 does not drive it: NVIDIA's last "
+                              "branch for Kepler GPUs is 470.")
+    assert "[source: VOLTA_FACTS.md, GPUs outside the catalogue" in warning
+    assert warning in stack_warnings(req, gpus, "2026-06-01")
+
+
+def test_a_display_card_the_branch_drives_gives_no_warning():
+    assert display_gpu_warnings(request(), [geforce_gt_1030(0), v100_pcie_32gb(1)]) == []
+
+
+def test_branch_590_with_a_pascal_display_card_beside_an_a100_warns_only():
+    req = request(nvidia_driver_branch="590")
+    gpus = [geforce_gt_1030(0), a100(1)]
+    assert_passes(req, gpus)
+    (warning,) = display_gpu_warnings(req, gpus)
+    assert "nvidia_driver_branch=590 does not drive it: NVIDIA's last branch for Pascal GPUs is 580" in warning
+
+
+def test_open_modules_with_a_pascal_display_card_beside_a_t4_warn_only():
+    req = request(nvidia_driver_flavor="open")
+    gpus = [geforce_gt_1030(0), tesla_t4(1)]
+    assert messages(req, gpus, "nvidia_driver_flavor") == []
+    (warning,) = display_gpu_warnings(req, gpus)
+    assert "nvidia_driver_flavor=open does not drive it" in warning and "it is Pascal" in warning
+
+
+def test_a_display_card_of_unknown_architecture_is_warned_about():
+    (warning,) = display_gpu_warnings(request(), [display_card(unknown_card(0)), v100_pcie_32gb(1)])
+    assert "its architecture is unknown (PCI id 10de:ffff), so whether nvidia_driver_branch=580 drives it" in warning
+
+
+def test_a_display_card_does_not_limit_what_the_serving_gpus_may_run():
+    # awq (7.5) and CUDA 13 are the T4's to run: the GT 1030 beside it (6.1) builds and serves nothing.
+    gpus = [geforce_gt_1030(0), tesla_t4(1)]
+    assert_passes(request(vllm_quantization="awq", cuda_toolkit_version="13.0", nvidia_driver_branch="580"), gpus)
+    assert resolve_cuda_architectures(request(), gpus) == "75"
+    # Unknown or not, a display card does not stop the list being derived.
+    assert_passes(request(), [display_card(unknown_card(0)), v100_pcie_32gb(1)])
+
+
+def test_a_display_card_named_on_purpose_is_accepted():
+    assert_passes(request(llama_cpp_cuda_architectures="61;70"), [geforce_gt_1030(0), v100_pcie_32gb(1)])
+
+
+def test_a_serving_kepler_card_is_refused_on_every_branch_the_toolkit_installs():
+    message = refused_once(request(nvidia_driver_branch="535", cuda_toolkit_version="12.2"),
+                           [tesla_k80(0), v100_pcie_32gb(1)], "nvidia_driver_branch")
+    assert message.startswith("nvidia_driver_branch=535 cannot drive Tesla K80 (compute capability 3.7): NVIDIA's "
+                              "last driver branch for Kepler GPUs is 470, and this toolkit installs 535, 550, 570, "
+                              "575, 580")
+    assert "Take the card out of the host" in message
+
+
+def test_branch_590_on_a_kepler_and_a_volta_card_names_the_kepler_first():
+    message = refused_once(request(nvidia_driver_branch="590"), [v100_pcie_32gb(0), tesla_k80(1)],
+                           "nvidia_driver_branch")
+    assert "Tesla K80" in message and "470" in message

@@ -121,3 +121,35 @@ def test_each_component_configured_once_security_included(host):
     for suite in ("bookworm", "bookworm-updates", "bookworm-security"):
         for component in ("main", "contrib", "non-free", "non-free-firmware"):
             assert targets.count(f"{suite}/{component}") == 1, (suite, component, targets)
+
+
+# The kernel side (prepare.yml held the kernel at bookworm's 6.1.0-50;
+# side_effect.yml let bookworm-security's 6.1.0-57 in, then removed its module).
+FIRST_KERNEL = "6.1.0-50-amd64"
+UPDATED_KERNEL = "6.1.0-57-amd64"
+
+
+def _dkms_kernels(status):
+    return set(re.findall(rf"^nvidia-current[/,] ?{BRANCH}\.[\d.]+, (\S+), x86_64: installed", status, re.M))
+
+
+def test_the_kernel_metas_are_installed_and_never_held(host):
+    held = host.check_output("apt-mark showhold").split()
+    for name in ("linux-headers-amd64", "linux-image-amd64"):
+        assert host.package(name).is_installed, name
+        assert name not in held, name
+
+
+def test_dkms_built_the_module_for_a_kernel_that_came_after_the_driver(host):
+    """DKMS's kernel hooks did it alone: the headers meta brought the new kernel's headers."""
+    after_update = host.file("/root/dkms-status-after-kernel-update.txt").content_string
+    assert {FIRST_KERNEL, UPDATED_KERNEL} <= _dkms_kernels(after_update), after_update
+
+
+def test_the_next_run_rebuilt_the_module_for_the_kernel_grub_boots(host):
+    # GRUB_DEFAULT=0 boots the newest /boot/vmlinuz-*; the container cannot boot it.
+    kernels = host.check_output("ls /boot").split()
+    assert f"vmlinuz-{UPDATED_KERNEL}" in kernels and f"vmlinuz-{FIRST_KERNEL}" in kernels
+    assert {FIRST_KERNEL, UPDATED_KERNEL} <= _dkms_kernels(host.check_output("dkms status"))
+    modules = host.check_output(f"find /lib/modules/{UPDATED_KERNEL}/updates -name 'nvidia*.ko*'")
+    assert "nvidia" in modules

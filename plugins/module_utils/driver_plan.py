@@ -1,0 +1,172 @@
+# -*- coding: utf-8 -*-
+"""What the driver stage installs on one host, and for which kernels.
+
+Pure functions over what the host says (distribution, `uname -r`, the kernel
+meta packages dpkg has, what apt can install); nvidia_driver_plan is the
+module on top, preflight prints its answer and nvidia_driver acts on it.
+
+Kernel packages (the DKMS path builds the module against headers; Ubuntu's
+prebuilt path installs a module package per kernel):
+
+- Debian: a kernel is linux-image-<abi>-<flavour> ("6.1.0-57-amd64"; in
+  bookworm-backports "6.12.95+deb12-amd64"); the
+  meta packages linux-image-<flavour> and linux-headers-<flavour> depend on
+  the current ABI (`apt-cache show linux-headers-amd64` in bookworm-security,
+  6.1.192-3: "Depends: linux-headers-6.1.0-57-amd64 (= 6.1.192-3)"; src:linux
+  debian/templates/control.headers.meta.in). Flavours on amd64: amd64,
+  cloud-amd64, rt-amd64. The archive carries headers for current ABIs only,
+  so an older running kernel may have none to install.
+- Ubuntu: "5.15.0-91-generic", "6.8.0-1015-aws"; metas linux-image-<flavour>
+  and linux-headers-<flavour> (src:linux-meta), where the HWE kernels have
+  their own: linux-headers-generic-hwe-22.04. Canonical's prebuilt NVIDIA
+  modules follow the same flavour names:
+  linux-modules-nvidia-<branch>-server-<flavour> (src:linux-restricted-modules;
+  packages.ubuntu.com/jammy/linux-modules-nvidia-580-server-generic: "dep:
+  linux-modules-nvidia-580-server-5.15.0-...-generic (= <kernel version>)",
+  "nvidia-kernel-common-580-server (>= 580...)"), versioned like the kernel, so
+  they move with kernel updates and are never held. Ubuntu's "virtual" kernels
+  are generic ones (linux-image-virtual depends on linux-image-<abi>-generic).
+
+Which kernel boots next: Debian's and Ubuntu's GRUB (GRUB_DEFAULT=0) boots the
+first entry of /etc/grub.d/10_linux, which lists /boot/vmlinuz-* newest first
+(by version; a backports kernel 6.12 comes before 6.1). A GRUB_DEFAULT set to
+another entry is not read.
+
+Runs on the managed host's Python (3.8+): no third-party imports.
+"""
+from __future__ import annotations
+
+import re
+from typing import Dict, List, Optional, Sequence
+
+# The GA kernel series of each Ubuntu LTS (Ubuntu kernel release cycle,
+# ubuntu.com/about/release-cycle#ubuntu-kernel-release-cycle): a generic or
+# lowlatency kernel of another series is an HWE kernel, whose metas carry
+# -hwe-<release>.
+UBUNTU_GA_SERIES = {"22.04": "5.15", "24.04": "6.8"}
+_HWE_FLAVOURS = ("generic", "lowlatency")
+
+# "6.1.0-57-amd64", "6.1.0-57-cloud-amd64", Debian's backports "6.12.95+deb12-amd64";
+# Ubuntu's "5.15.0-91-generic", "6.8.0-1015-aws".
+_KERNEL_RELEASE = re.compile(r"^(?P<series>\d+\.\d+)\.\d+(?:-\d+|\+deb\d+)-(?P<flavour>[a-z][a-z0-9-]*)$")
+# Installed image packages that are not metas: ABI-versioned, unsigned, debug.
+_NOT_A_META = re.compile(r"^(\d|unsigned-)|-dbg$")
+
+# What each source installs for a headless compute host (no X server):
+# cuda_repo: NVIDIA's CUDA repository (cuda-drivers-<branch> pulls the rest);
+# Ubuntu distro: the -server packages (Ubuntu Server docs, "NVIDIA drivers
+# installation"); Debian distro: src:nvidia-graphics-drivers (535 in Debian 12;
+# unlike nvidia-graphics-drivers-tesla-535, 535.216.03 in bookworm only, it
+# gets security fixes in bookworm-security, 535.309.01-0+deb12u1).
+_DEBIAN_DISTRO_PACKAGES = ("nvidia-kernel-dkms", "nvidia-smi", "libcuda1", "libnvidia-cfg1", "nvidia-persistenced")
+# The branches a distribution's own archive packages (Debian 12: only
+# src:nvidia-graphics-drivers 535, packages.debian.org/bookworm/nvidia-driver);
+# Ubuntu's archive has the -server packages of every branch here.
+DISTRO_BRANCHES = {"Debian": (535,)}
+
+FLAVOUR_EXAMPLES = {"Debian": "amd64, cloud-amd64", "Ubuntu": "generic, generic-hwe-22.04, generic-hwe-24.04, aws"}
+
+
+def uses_dkms(source: str, distribution: str, prebuilt: bool) -> bool:
+    return not (source == "distro" and distribution == "Ubuntu" and prebuilt)
+
+
+def source_error(source: str, distribution: str, branch: int) -> Optional[str]:
+    """Why the source cannot give this branch, else None."""
+    packaged = DISTRO_BRANCHES.get(distribution)
+    if source != "distro" or packaged is None or branch in packaged:
+        return None
+    return ("nvidia_driver_branch=%d with nvidia_driver_source=distro on %s: its archive packages only the %s "
+            "branch (nvidia-graphics-drivers). Use nvidia_driver_branch=%d, or nvidia_driver_source=cuda_repo for %d"
+            % (branch, distribution, "/".join(map(str, packaged)), packaged[-1], branch))
+
+
+def driver_packages(source: str, distribution: str, branch: int, prebuilt: bool, modprobe: bool) -> List[str]:
+    """The packages the role asks apt for (the closure brings the rest), kernel packages apart."""
+    if source == "cuda_repo":
+        packages = ["cuda-drivers-%d" % branch]
+    elif distribution == "Ubuntu":
+        packages = ["nvidia-headless-%s%d-server" % ("no-dkms-" if prebuilt else "", branch),
+                    "nvidia-utils-%d-server" % branch]
+    else:
+        packages = list(_DEBIAN_DISTRO_PACKAGES)
+    return packages + (["nvidia-modprobe"] if modprobe else [])
+
+
+def image_flavours(installed_image_packages: Sequence[str]) -> List[str]:
+    """Flavours of the installed linux-image-<flavour> metas ("linux-image-amd64" -> "amd64")."""
+    flavours = []
+    for name in installed_image_packages:
+        if name.startswith("linux-image-"):
+            flavour = name[len("linux-image-"):]
+            if flavour and not _NOT_A_META.search(flavour):
+                flavours.append(flavour)
+    return sorted(set(flavours))
+
+
+def kernel_flavour(distribution: str, distribution_version: str, kernel_release: str,
+                   installed_flavours: Sequence[str]) -> Optional[str]:
+    """The meta-package flavour of the running kernel, None for a kernel the distribution did not build."""
+    match = _KERNEL_RELEASE.match(kernel_release)
+    if not match:
+        return None
+    flavour = match.group("flavour")
+    if distribution != "Ubuntu" or flavour not in _HWE_FLAVOURS:
+        return flavour
+    hwe = "%s-hwe-%s" % (flavour, distribution_version)
+    if hwe in installed_flavours and flavour not in installed_flavours:
+        return hwe
+    if flavour in installed_flavours and hwe not in installed_flavours:
+        return flavour
+    ga_series = UBUNTU_GA_SERIES.get(distribution_version)
+    return hwe if ga_series and match.group("series") != ga_series else flavour
+
+
+def per_kernel_package(kernel: str, dkms: bool, branch: int) -> str:
+    """What one kernel needs for the module: its headers (DKMS), or Ubuntu's prebuilt module for it.
+    Given a flavour instead of a kernel release, the meta package of that flavour."""
+    return "linux-headers-%s" % kernel if dkms else "linux-modules-nvidia-%d-server-%s" % (branch, kernel)
+
+
+def kernel_packages(flavour: str, kernel_release: str, dkms: bool, branch: int,
+                    running_kernel_installable: bool) -> Dict[str, List[str]]:
+    """The kernel-side packages, as {"meta": [...], "running": [...]}.
+
+    The metas keep every later kernel covered (DKMS builds on each headers
+    install; Ubuntu's module meta follows the kernel meta). The running
+    kernel's own package when apt has it; else the image meta, so that the
+    reboot the driver asks for lands on a kernel the module was made for.
+    """
+    meta = [per_kernel_package(flavour, dkms, branch)]
+    if not running_kernel_installable:
+        meta.append("linux-image-%s" % flavour)
+    running = [per_kernel_package(kernel_release, dkms, branch)] if running_kernel_installable else []
+    return {"meta": meta, "running": running}
+
+
+def _version_key(text: str) -> List[object]:
+    # sort -V / GRUB's version_sort: digit runs compare as numbers.
+    return [(0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"(\d+)", text) if part]
+
+
+def boot_default_kernel(boot_files: Sequence[str]) -> Optional[str]:
+    """The kernel GRUB_DEFAULT=0 boots: the newest /boot/vmlinuz-<release>, None without one."""
+    releases = [name.split("vmlinuz-", 1)[1] for name in boot_files
+                if "vmlinuz-" in name and not name.endswith((".old", ".bak", ".dpkg-tmp"))]
+    return max(releases, key=_version_key) if releases else None
+
+
+def kernels_needing_module(boot_kernel: Optional[str], running_kernel: str, headers_kernels: Sequence[str]) -> List[str]:
+    """Kernels the DKMS module must exist for before a reboot: the one that boots next, and the running one
+    when its headers are installed (an older kernel without headers in the archive is left behind on purpose)."""
+    kernels = [boot_kernel] if boot_kernel else []
+    if running_kernel in headers_kernels and running_kernel not in kernels:
+        kernels.append(running_kernel)
+    return kernels
+
+
+def flavour_error(distribution: str, kernel_release: str) -> str:
+    return ("the running kernel %s is not one %s builds (no <abi>-<flavour> suffix), so the role cannot tell which "
+            "kernel meta packages keep the NVIDIA module building across kernel updates. Set "
+            "nvidia_driver_kernel_flavour to the flavour the host should boot (%s: %s)"
+            % (kernel_release, distribution, distribution, FLAVOUR_EXAMPLES.get(distribution, "amd64")))

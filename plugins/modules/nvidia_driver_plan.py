@@ -1,0 +1,215 @@
+#!/usr/bin/python
+"""Ansible module: what the driver stage installs on this host, for which kernels, and whether Secure Boot lets it."""
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: nvidia_driver_plan
+short_description: Plan the NVIDIA driver packages, the kernel packages and the Secure Boot check for this host
+description:
+  - Reads the running kernel's flavour, the installed kernel meta packages (C(dpkg-query)), whether apt has the
+    running kernel's headers (or Ubuntu's prebuilt module for it), the kernel GRUB boots next (C(/boot)), the
+    kernels with headers (C(/lib/modules/*/build)), Secure Boot (C(mokutil --sb-state), else the SecureBoot EFI
+    variable) and whether the DKMS signing key is enrolled (C(mokutil --test-key)).
+  - Decides with plugins/module_utils/driver_plan.py and secure_boot.py. Changes nothing.
+options:
+  source:
+    description: C(nvidia_driver_source).
+    type: str
+    choices: [cuda_repo, distro]
+    required: true
+  branch:
+    description: The driver branch.
+    type: int
+    required: true
+  prebuilt:
+    description: Ubuntu's prebuilt signed modules instead of DKMS (distro source on Ubuntu only).
+    type: bool
+    default: false
+  modprobe:
+    description: Install C(nvidia-modprobe) too.
+    type: bool
+    default: true
+  flavour:
+    description: The kernel flavour whose meta packages to install; empty reads it from the running kernel.
+    type: str
+    default: ""
+  kernel:
+    description: The running kernel release (C(ansible_facts.kernel)).
+    type: str
+    required: true
+  distribution:
+    description: C(ansible_facts.distribution).
+    type: str
+    required: true
+  distribution_version:
+    description: C(ansible_facts.distribution_version).
+    type: str
+    required: true
+author:
+  - V100 LLM host toolkit
+"""
+
+EXAMPLES = r"""
+- name: Plan the driver for this host
+  nvidia_driver_plan:
+    source: cuda_repo
+    branch: 580
+    kernel: "{{ ansible_facts['kernel'] }}"
+    distribution: "{{ ansible_facts['distribution'] }}"
+    distribution_version: "{{ ansible_facts['distribution_version'] }}"
+  register: nvidia_driver_plan
+"""
+
+RETURN = r"""
+packages:
+  description: Driver packages the role asks apt for (their closure brings the rest).
+  returned: always
+  type: list
+dkms:
+  description: Whether the module is built by DKMS (else Ubuntu's prebuilt packages carry it).
+  returned: always
+  type: bool
+flavour:
+  description: Kernel flavour of the meta packages (C(amd64), C(generic-hwe-22.04)); null when unknown.
+  returned: always
+  type: str
+kernel_packages:
+  description:
+    - Kernel-side packages to install, never held - the flavour's headers meta (DKMS) or prebuilt module meta, the
+      running kernel's own package when apt has it, else the flavour's image meta (the reboot lands on that kernel).
+  returned: always
+  type: list
+running_kernel_supported:
+  description: Whether apt has the headers (or prebuilt module) of the running kernel.
+  returned: always
+  type: bool
+boot_kernel:
+  description: The kernel GRUB boots next (newest /boot/vmlinuz-*), null without one.
+  returned: always
+  type: str
+module_kernels:
+  description: Kernels the module must be built for before a reboot - the boot kernel, and the running one when its headers are installed.
+  returned: always
+  type: list
+headers_kernels:
+  description: Kernels whose headers are installed.
+  returned: always
+  type: list
+secure_boot:
+  description:
+    - C(enabled) (null when unknown), C(read_from) (C(mokutil) or C(efivars)), C(certificate) (the DKMS signing key),
+      C(certificate_exists), C(key_state) (C(enrolled), C(pending), C(not_enrolled), null when not asked) and
+      C(refusal) (why the DKMS module would not load, with the enrolment steps; else null).
+  returned: always
+  type: dict
+error:
+  description:
+    - Why the driver must not be installed on this host (a branch the source does not package, an unknown kernel flavour,
+      Secure Boot without an enrolled key), else null.
+  returned: always
+  type: str
+"""
+
+import glob
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.driver_plan import (
+    boot_default_kernel,
+    driver_packages,
+    flavour_error,
+    image_flavours,
+    kernel_flavour,
+    kernel_packages,
+    kernels_needing_module,
+    per_kernel_package,
+    source_error,
+    uses_dkms,
+)
+from ansible.module_utils.secure_boot import (
+    DKMS_KEYS,
+    SECURE_BOOT_EFIVAR,
+    efivar_secure_boot,
+    mokutil_key_state,
+    mokutil_secure_boot,
+    secure_boot_refusal,
+)
+
+EFIVARS = "/sys/firmware/efi/efivars"
+
+
+def read_secure_boot(module: AnsibleModule, mokutil: str | None):
+    if mokutil:
+        _, out, err = module.run_command([mokutil, "--sb-state"], environ_update={"LANG": "C"})
+        state = mokutil_secure_boot(out + err)
+        if state is not None:
+            return state, "mokutil"
+    try:
+        with open(os.path.join(EFIVARS, SECURE_BOOT_EFIVAR), "rb") as efivar:
+            return efivar_secure_boot(efivar.read()), "efivars"
+    except OSError:
+        # No efivars: legacy BIOS boot, or a container; Secure Boot cannot be on.
+        return (False if not os.path.isdir(EFIVARS) else None), "efivars"
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec=dict(
+            source=dict(type="str", required=True, choices=["cuda_repo", "distro"]),
+            branch=dict(type="int", required=True),
+            prebuilt=dict(type="bool", default=False),
+            modprobe=dict(type="bool", default=True),
+            flavour=dict(type="str", default=""),
+            kernel=dict(type="str", required=True),
+            distribution=dict(type="str", required=True),
+            distribution_version=dict(type="str", required=True),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    branch, kernel, distribution = params["branch"], params["kernel"], params["distribution"]
+    dkms = uses_dkms(params["source"], distribution, params["prebuilt"])
+
+    # dpkg-query exits 1 when a pattern matches nothing; its output is still right.
+    _, out, _ = module.run_command(["dpkg-query", "-W", "-f", "${Package} ${db:Status-Abbrev}\n", "linux-image-*"])
+    installed = [fields[0] for fields in map(str.split, out.splitlines()) if len(fields) == 2 and fields[1][1] == "i"]
+    flavour = params["flavour"] or kernel_flavour(distribution, params["distribution_version"], kernel,
+                                                  image_flavours(installed))
+    rc, out, _ = module.run_command(["apt-cache", "show", "--no-all-versions", per_kernel_package(kernel, dkms, branch)])
+    running_supported = rc == 0 and "Version:" in out
+    packages = kernel_packages(flavour, kernel, dkms, branch, running_supported) if flavour else {"meta": [], "running": []}
+
+    boot_kernel = boot_default_kernel(glob.glob("/boot/vmlinuz-*"))
+    headers_kernels = sorted(os.path.basename(os.path.dirname(path)) for path in glob.glob("/lib/modules/*/build")
+                             if os.path.isdir(path))
+
+    mokutil = module.get_bin_path("mokutil")
+    secure_boot, read_from = read_secure_boot(module, mokutil)
+    key = DKMS_KEYS.get(distribution, DKMS_KEYS["Debian"])["certificate"]
+    key_exists = os.path.isfile(key)
+    key_state = None
+    if secure_boot and dkms and key_exists and mokutil:
+        _, out, err = module.run_command([mokutil, "--test-key", key], environ_update={"LANG": "C"})
+        key_state = mokutil_key_state(out + err)
+
+    refusal = secure_boot_refusal(secure_boot, dkms, distribution, key_exists, key_state, branch)
+    module.exit_json(
+        changed=False,
+        packages=driver_packages(params["source"], distribution, branch, params["prebuilt"], params["modprobe"]),
+        dkms=dkms,
+        flavour=flavour,
+        kernel_packages=packages["meta"] + packages["running"],
+        running_kernel_supported=running_supported,
+        boot_kernel=boot_kernel,
+        headers_kernels=headers_kernels,
+        module_kernels=kernels_needing_module(boot_kernel, kernel, headers_kernels),
+        secure_boot=dict(enabled=secure_boot, read_from=read_from, certificate=key, certificate_exists=key_exists,
+                         key_state=key_state, refusal=refusal),
+        error=(source_error(params["source"], distribution, branch)
+               or (flavour_error(distribution, kernel) if not flavour else refusal)),
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,96 @@
+"""driver_plan: kernel flavours, the packages that keep the module building, the kernel GRUB boots next."""
+from __future__ import annotations
+
+import pytest
+
+from ansible.module_utils.driver_plan import (
+    boot_default_kernel,
+    driver_packages,
+    image_flavours,
+    kernel_flavour,
+    kernel_packages,
+    kernels_needing_module,
+    source_error,
+    uses_dkms,
+)
+
+
+@pytest.mark.parametrize("distribution, version, kernel, installed, flavour", [
+    # Debian 12: the archive's ABIs (bookworm 6.1.0-50, bookworm-security 6.1.0-57) and backports' form.
+    ("Debian", "12", "6.1.0-57-amd64", ["amd64"], "amd64"),
+    ("Debian", "12", "6.1.0-57-cloud-amd64", ["cloud-amd64"], "cloud-amd64"),
+    ("Debian", "12", "6.12.95+deb12-amd64", ["amd64"], "amd64"),
+    # Ubuntu: GA and HWE share the "generic" suffix; the installed meta or the series tells them apart.
+    ("Ubuntu", "22.04", "5.15.0-91-generic", ["generic"], "generic"),
+    ("Ubuntu", "22.04", "6.8.0-45-generic", ["generic-hwe-22.04"], "generic-hwe-22.04"),
+    ("Ubuntu", "22.04", "6.8.0-45-generic", [], "generic-hwe-22.04"),
+    ("Ubuntu", "24.04", "6.8.0-45-generic", [], "generic"),
+    ("Ubuntu", "24.04", "7.0.0-29-generic", ["generic-hwe-24.04"], "generic-hwe-24.04"),
+    # linux-image-virtual runs a generic kernel.
+    ("Ubuntu", "24.04", "6.8.0-45-generic", ["virtual"], "generic"),
+    ("Ubuntu", "24.04", "6.8.0-1015-aws", ["aws"], "aws"),
+    # A kernel the distribution did not build (this CI machine's).
+    ("Debian", "12", "6.18.44-fc-v669", [], None),
+])
+def test_kernel_flavour(distribution, version, kernel, installed, flavour):
+    assert kernel_flavour(distribution, version, kernel, installed) == flavour
+
+
+def test_image_flavours_keep_only_meta_packages():
+    installed = ["linux-image-6.1.0-57-amd64", "linux-image-amd64", "linux-image-unsigned-6.8.0-45-generic",
+                 "linux-image-generic-hwe-22.04", "linux-image-amd64-dbg", "linux-headers-amd64"]
+    assert image_flavours(installed) == ["amd64", "generic-hwe-22.04"]
+
+
+def test_dkms_path_installs_the_headers_meta_and_the_running_kernels_headers():
+    assert kernel_packages("amd64", "6.1.0-57-amd64", True, 535, True) == {
+        "meta": ["linux-headers-amd64"], "running": ["linux-headers-6.1.0-57-amd64"]}
+
+
+def test_an_older_kernel_without_headers_in_the_archive_gets_the_current_kernel():
+    assert kernel_packages("amd64", "6.1.0-28-amd64", True, 535, False) == {
+        "meta": ["linux-headers-amd64", "linux-image-amd64"], "running": []}
+
+
+def test_ubuntu_prebuilt_modules_follow_the_flavour():
+    assert kernel_packages("generic-hwe-22.04", "6.8.0-45-generic", False, 580, True) == {
+        "meta": ["linux-modules-nvidia-580-server-generic-hwe-22.04"],
+        "running": ["linux-modules-nvidia-580-server-6.8.0-45-generic"]}
+
+
+@pytest.mark.parametrize("source, distribution, prebuilt, packages", [
+    ("cuda_repo", "Debian", False, ["cuda-drivers-580"]),
+    ("distro", "Ubuntu", False, ["nvidia-headless-580-server", "nvidia-utils-580-server"]),
+    ("distro", "Ubuntu", True, ["nvidia-headless-no-dkms-580-server", "nvidia-utils-580-server"]),
+    ("distro", "Debian", False, ["nvidia-kernel-dkms", "nvidia-smi", "libcuda1", "libnvidia-cfg1",
+                                 "nvidia-persistenced"]),
+])
+def test_driver_packages_per_source(source, distribution, prebuilt, packages):
+    assert driver_packages(source, distribution, 580, prebuilt, False) == packages
+    assert driver_packages(source, distribution, 580, prebuilt, True) == packages + ["nvidia-modprobe"]
+    assert uses_dkms(source, distribution, prebuilt) == (not prebuilt)
+
+
+def test_grub_boots_the_newest_kernel_by_version():
+    boot = ["/boot/vmlinuz-6.1.0-9-amd64", "/boot/vmlinuz-6.1.0-57-amd64", "/boot/vmlinuz-6.1.0-50-amd64"]
+    assert boot_default_kernel(boot) == "6.1.0-57-amd64"
+    assert boot_default_kernel(boot + ["/boot/vmlinuz-6.12.95+deb12-amd64"]) == "6.12.95+deb12-amd64"
+    assert boot_default_kernel(["/boot/vmlinuz-6.1.0-57-amd64.dpkg-tmp"]) is None
+    assert boot_default_kernel([]) is None
+
+
+def test_kernels_needing_the_module():
+    # The boot kernel always; the running one only where its headers are installed.
+    assert kernels_needing_module("6.1.0-57-amd64", "6.1.0-50-amd64", ["6.1.0-50-amd64", "6.1.0-57-amd64"]) == [
+        "6.1.0-57-amd64", "6.1.0-50-amd64"]
+    assert kernels_needing_module("6.1.0-57-amd64", "6.1.0-28-amd64", ["6.1.0-57-amd64"]) == ["6.1.0-57-amd64"]
+    assert kernels_needing_module(None, "6.1.0-57-amd64", ["6.1.0-57-amd64"]) == ["6.1.0-57-amd64"]
+    assert kernels_needing_module(None, "6.18.44-fc-v669", []) == []
+
+
+def test_debian_packages_only_535():
+    assert source_error("distro", "Debian", 535) is None
+    assert source_error("cuda_repo", "Debian", 580) is None
+    assert source_error("distro", "Ubuntu", 580) is None
+    assert source_error("distro", "Debian", 580).startswith(
+        "nvidia_driver_branch=580 with nvidia_driver_source=distro on Debian: its archive packages only the 535 branch")
