@@ -37,7 +37,7 @@ Runs on the managed host's Python (3.8+): no third-party imports.
 from __future__ import annotations
 
 import re
-from typing import Dict, List, Optional, Sequence
+from typing import Any, Collection, Dict, List, Optional, Sequence
 
 # The GA kernel series of each Ubuntu LTS (Ubuntu kernel release cycle,
 # ubuntu.com/about/release-cycle#ubuntu-kernel-release-cycle): a generic or
@@ -128,20 +128,39 @@ def per_kernel_package(kernel: str, dkms: bool, branch: int) -> str:
     return "linux-headers-%s" % kernel if dkms else "linux-modules-nvidia-%d-server-%s" % (branch, kernel)
 
 
-def kernel_packages(flavour: str, kernel_release: str, dkms: bool, branch: int,
-                    running_kernel_installable: bool) -> Dict[str, List[str]]:
-    """The kernel-side packages, as {"meta": [...], "running": [...]}.
+def kernel_packages(flavour: str, kernel_release: str, boot_kernel: Optional[str], dkms: bool, branch: int,
+                    available: Collection[str], installed_flavours: Sequence[str]) -> Dict[str, Any]:
+    """The kernel-side packages: {"packages": [...], "upgrade": bool, "error": str or None}.
 
-    The metas keep every later kernel covered (DKMS builds on each headers
-    install; Ubuntu's module meta follows the kernel meta). The running
-    kernel's own package when apt has it; else the image meta, so that the
-    reboot the driver asks for lands on a kernel the module was made for.
+    The flavour's meta keeps every later kernel covered (DKMS builds on each
+    headers install; Ubuntu's module meta follows the kernel meta); then the
+    running kernel's and the boot kernel's own package, where apt has them.
+    When neither kernel can get one (Debian keeps current ABIs only), the
+    image meta is brought to the current kernel (upgrade: state latest) so the
+    reboot the driver asks for lands on it; only where the host follows that
+    meta: a kernel managed by hand is refused, not replaced. `available` is
+    the set of names apt knows.
     """
-    meta = [per_kernel_package(flavour, dkms, branch)]
-    if not running_kernel_installable:
-        meta.append("linux-image-%s" % flavour)
-    running = [per_kernel_package(kernel_release, dkms, branch)] if running_kernel_installable else []
-    return {"meta": meta, "running": running}
+    meta = per_kernel_package(flavour, dkms, branch)
+    if meta not in available:
+        return {"packages": [], "upgrade": False, "error": (
+            "apt has no %s, the meta package of the running kernel's flavour %s: the kernel is not one the "
+            "distribution packages (Proxmox, a vendor or custom kernel). Set nvidia_driver_kernel_flavour to a "
+            "flavour whose metas apt has, or list what the module needs in nvidia_driver_kernel_packages (e.g. "
+            "[%s]) and keep it current yourself" % (meta, flavour, per_kernel_package(kernel_release, dkms, branch)))}
+    kernels = [kernel_release] + ([boot_kernel] if boot_kernel and boot_kernel != kernel_release else [])
+    own = [per_kernel_package(kernel, dkms, branch) for kernel in kernels]
+    own = [name for name in own if name in available]
+    if own:
+        return {"packages": [meta] + own, "upgrade": False, "error": None}
+    image = "linux-image-%s" % flavour
+    if flavour not in installed_flavours or image not in available:
+        return {"packages": [], "upgrade": False, "error": (
+            "apt has no %s for the running kernel %s and the host does not follow the %s meta (a kernel kept by "
+            "hand): install what the module needs for this kernel, or boot a kernel apt has it for, or list the "
+            "packages in nvidia_driver_kernel_packages" % (per_kernel_package(kernel_release, dkms, branch),
+                                                          kernel_release, image))}
+    return {"packages": [image, meta], "upgrade": True, "error": None}
 
 
 def _version_key(text: str) -> List[object]:
@@ -156,13 +175,25 @@ def boot_default_kernel(boot_files: Sequence[str]) -> Optional[str]:
     return max(releases, key=_version_key) if releases else None
 
 
-def kernels_needing_module(boot_kernel: Optional[str], running_kernel: str, headers_kernels: Sequence[str]) -> List[str]:
-    """Kernels the DKMS module must exist for before a reboot: the one that boots next, and the running one
-    when its headers are installed (an older kernel without headers in the archive is left behind on purpose)."""
+def kernels_needing_module(boot_kernel: Optional[str], running_kernel: str, ready_kernels: Sequence[str]) -> List[str]:
+    """Kernels the module must exist for before a reboot: the one that boots next, and the running one when
+    it can have one (its headers installed; for Ubuntu's prebuilt path, its module package in apt). An older
+    kernel the archive has nothing for is left behind on purpose."""
     kernels = [boot_kernel] if boot_kernel else []
-    if running_kernel in headers_kernels and running_kernel not in kernels:
+    if running_kernel in ready_kernels and running_kernel not in kernels:
         kernels.append(running_kernel)
     return kernels
+
+
+def grub_default(default_files: Sequence[str]) -> str:
+    """GRUB_DEFAULT from /etc/default/grub and grub.d/*.cfg (sourced in that order: the last one wins)."""
+    value = "0"
+    for text in default_files:
+        for line in text.splitlines():
+            match = re.match(r"^\s*GRUB_DEFAULT=(['\"]?)(.*?)\1\s*(?:#.*)?$", line)
+            if match:
+                value = match.group(2)
+    return value
 
 
 def flavour_error(distribution: str, kernel_release: str) -> str:

@@ -40,8 +40,8 @@ def kernel_headers_warnings(host: Host) -> List[str]:
     if host.get("kernel_headers_available") is not False:
         return []
     return ["apt has no headers for the running kernel (Debian's archive keeps the current kernels' only), so no "
-            "module can be built for it: the driver stage installs the flavour's current kernel and headers "
-            "(linux-image-<flavour>, linux-headers-<flavour>) and reboots into that kernel."]
+            "module can be built for it: the driver stage builds it for the kernel GRUB boots next (bringing "
+            "linux-image-<flavour> to the current kernel when no installed kernel has headers) and reboots into it."]
 
 
 def nouveau_warnings(host: Host) -> List[str]:

@@ -20,9 +20,10 @@ Sources:
   disabled", and exits 0 either way; without efivars "EFI variables are not
   supported on this system", without the variable "This system doesn't
   support Secure Boot". --test-key prints "<key> is not enrolled" (exit 0),
-  "<key> is already enrolled", "... is already in db" or "... is already in
-  the enrollment request" (exit 1; mokutil after 0.7.2 inverts these codes, so
-  only the text is read).
+  "<key> is already enrolled", "... is already in db", "... is already in the
+  enrollment request", "... is blocked in dbx" / "in MokListXRT" (exit 1), or
+  on stderr "... is already in the built-in trusted keyring" (exit 255);
+  mokutil after 0.7.2 inverts the 0/1 codes, so only the text is read.
 - Where DKMS keeps its key: Debian 12's dkms 3.0.10-8 (/usr/sbin/dkms,
   prepare_signing: /var/lib/dkms/mok.key and the DER certificate mok.pub,
   made with openssl on the first build); Ubuntu's dkms 2.8.7 and 3.0.11
@@ -34,19 +35,35 @@ Runs on the managed host's Python (3.8+): no third-party imports.
 """
 from __future__ import annotations
 
-from typing import Dict, Optional
+import re
+from typing import Dict, Optional, Sequence
 
 EFI_GLOBAL_GUID = "8be4df61-93ca-11d2-aa0d-00e098032b8c"
 SECURE_BOOT_EFIVAR = "SecureBoot-" + EFI_GLOBAL_GUID
 
-# The DKMS signing certificate and how to make it, per distribution.
+# The DKMS signing certificate and how to make it, per distribution (the
+# package that creates the folder first: the refusal comes before any install).
 DKMS_KEYS: Dict[str, Dict[str, str]] = {
     # The command dkms 3.0.10 itself runs when the key is missing.
     "Debian": {"certificate": "/var/lib/dkms/mok.pub",
-               "generate": 'openssl req -new -x509 -nodes -days 36500 -subj "/CN=DKMS module signing key" '
-                           '-newkey rsa:2048 -keyout /var/lib/dkms/mok.key -outform DER -out /var/lib/dkms/mok.pub'},
-    "Ubuntu": {"certificate": "/var/lib/shim-signed/mok/MOK.der", "generate": "update-secureboot-policy --new-key"},
+               "generate": 'sudo apt-get install dkms; sudo openssl req -new -x509 -nodes -days 36500 '
+                           '-subj "/CN=DKMS module signing key" -newkey rsa:2048 -keyout /var/lib/dkms/mok.key '
+                           '-outform DER -out /var/lib/dkms/mok.pub'},
+    "Ubuntu": {"certificate": "/var/lib/shim-signed/mok/MOK.der",
+               "generate": "sudo apt-get install shim-signed dkms; sudo update-secureboot-policy --new-key"},
 }
+
+
+def dkms_certificate(distribution: str, framework_files: Sequence[str]) -> str:
+    """The certificate DKMS signs with: mok_certificate= in /etc/dkms/framework.conf and then
+    framework.conf.d/*.conf (sourced in that order: the last one wins), else the distribution's default."""
+    certificate = DKMS_KEYS.get(distribution, DKMS_KEYS["Debian"])["certificate"]
+    for text in framework_files:
+        for line in text.splitlines():
+            match = re.match(r"""^\s*mok_certificate=(['"]?)(\S+?)\1\s*(?:#.*)?$""", line)
+            if match:
+                certificate = match.group(2)
+    return certificate
 
 
 def efivar_secure_boot(data: bytes) -> Optional[bool]:
@@ -69,10 +86,14 @@ def mokutil_secure_boot(output: str) -> Optional[bool]:
 
 
 def mokutil_key_state(output: str) -> Optional[str]:
-    """`mokutil --test-key <certificate>` -> "enrolled", "pending" (queued, enrolled at the next boot's
-    MokManager), "not_enrolled", or None when mokutil said something else."""
-    if "is already enrolled" in output or "is already in db" in output:
+    """`mokutil --test-key <certificate>` -> "enrolled" (also in db or the kernel's built-in keyring),
+    "pending" (queued, enrolled at the next boot's MokManager), "blocked" (in dbx or MokListXRT),
+    "not_enrolled", or None when mokutil said something else."""
+    if any(text in output for text in ("is already enrolled", "is already in db",
+                                       "is already in the built-in trusted keyring")):
         return "enrolled"
+    if "is blocked in" in output:
+        return "blocked"
     if "is already in the enrollment request" in output:
         return "pending"
     if "is not enrolled" in output:
@@ -80,24 +101,29 @@ def mokutil_key_state(output: str) -> Optional[str]:
     return None
 
 
-def secure_boot_refusal(secure_boot: Optional[bool], dkms: bool, distribution: str,
-                        certificate_exists: bool, key_state: Optional[str], branch: int) -> Optional[str]:
-    """Why the DKMS driver must not go in under Secure Boot, with the steps that fix it; None when it may."""
+def secure_boot_refusal(secure_boot: Optional[bool], dkms: bool, distribution: str, certificate: str,
+                        certificate_exists: bool, key_state: Optional[str], mokutil: bool, branch: int) -> Optional[str]:
+    """Why the DKMS driver must not go in under Secure Boot, with the steps that fix it; None when it may.
+    `key_state` is mokutil_key_state's answer, None where mokutil was not asked."""
     if not secure_boot or not dkms or key_state == "enrolled":
         return None
-    key = DKMS_KEYS.get(distribution, DKMS_KEYS["Debian"])
-    certificate = key["certificate"]
-    steps = []
+    generate = DKMS_KEYS.get(distribution, DKMS_KEYS["Debian"])["generate"]
+    steps = [] if mokutil else ["sudo apt-get install mokutil"]
     if key_state == "pending":
         reason = "the DKMS signing key %s is queued for enrolment but not enrolled yet" % certificate
     else:
         if not certificate_exists:
-            steps.append("make the DKMS signing key: %s" % key["generate"])
-        steps.append("queue it: mokutil --import %s (choose a one-time password)" % certificate)
-        reason = ("the DKMS signing key %s %s" % (certificate, "is not enrolled" if certificate_exists
-                                                  else "does not exist yet"))
-        if key_state is None and certificate_exists:
-            reason += " (or mokutil could not tell: install mokutil)"
+            reason = "the DKMS signing key %s does not exist yet" % certificate
+            steps.append("make it: %s" % generate)
+        elif key_state == "blocked":
+            reason = "the DKMS signing key %s is blocked (dbx or MokListXRT)" % certificate
+            steps.append("move it and its private key away and make a new one: %s" % generate)
+        elif key_state == "not_enrolled":
+            reason = "the DKMS signing key %s is not enrolled" % certificate
+        else:
+            reason = ("whether the DKMS signing key %s is enrolled could not be checked (%s)"
+                      % (certificate, "mokutil --test-key gave no known answer" if mokutil else "no mokutil"))
+        steps.append("queue it: sudo mokutil --import %s (choose a one-time password)" % certificate)
     steps += ["reboot and, at the console's blue MokManager screen, choose Enroll MOK, Continue, Yes, "
               "enter that password, Reboot",
               "check with mokutil --test-key %s (\"is already enrolled\") and run the playbook again" % certificate]

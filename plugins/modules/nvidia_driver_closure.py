@@ -29,6 +29,13 @@ options:
         is in the branch, else the newest one apt knows.
     type: str
     default: ""
+  exclude_label:
+    description:
+      - Leave out the package lists of repositories with this Release C(Label) (C(NVIDIA CUDA) for the distribution's
+        driver), so that a repository carrying the same names and versions cannot lend its records to the set; apt
+        keeps both records when their contents differ, and the role's pin by origin installs only the other one.
+    type: str
+    default: ""
 author:
   - V100 LLM host toolkit
 """
@@ -60,9 +67,34 @@ error:
   type: str
 """
 
+import glob
+import os
+import shutil
+import tempfile
+
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.driver_closure import collect_closure
 from ansible.module_utils.driver_packages import DPKG_QUERY_FORMAT, parse_dpkg_query
+
+
+LISTS = "/var/lib/apt/lists"
+
+
+def lists_without(module: AnsibleModule, label: str):
+    """A folder of links to apt's lists, less the package lists whose Release has `label`; None when none has."""
+    _, out, _ = module.run_command(["apt-get", "indextargets", "--format", "$(FILENAME)\t$(LABEL)",
+                                    "Created-By: Packages"], environ_update={"LANG": "C"})
+    targets = [line.split("\t", 1) for line in out.splitlines() if "\t" in line]
+    left_out = {path for path, target_label in targets if target_label == label}
+    if not left_out:
+        return None
+    folder = tempfile.mkdtemp(prefix="nvidia-driver-closure-")
+    os.mkdir(os.path.join(folder, "partial"))
+    for path in glob.glob(os.path.join(LISTS, "*")):
+        # A list may be stored compressed (Packages.lz4): match on the name apt reports.
+        if os.path.isfile(path) and not any(path.startswith(excluded) for excluded in left_out):
+            os.symlink(path, os.path.join(folder, os.path.basename(path)))
+    return folder
 
 
 def main() -> None:
@@ -71,17 +103,28 @@ def main() -> None:
             branch=dict(type="int", required=True),
             packages=dict(type="list", elements="str", required=True),
             version=dict(type="str", default=""),
+            exclude_label=dict(type="str", default=""),
         ),
         supports_check_mode=True,
     )
+    lists = lists_without(module, module.params["exclude_label"]) if module.params["exclude_label"] else None
+    # An in-memory cache of those lists only (and dpkg's status), nothing written.
+    restrict = (["-o", "Dir::State::Lists=" + lists, "-o", "Dir::Cache::pkgcache=", "-o", "Dir::Cache::srcpkgcache="]
+                if lists else [])
 
     def run(argv):
         # apt-cache skips names it does not know (and may exit non-zero for them); the output is what counts.
+        if argv[0] == "apt-cache":
+            argv = argv[:1] + restrict + argv[1:]
         return module.run_command(argv, environ_update={"LANG": "C"})[1]
 
-    installed = dict(parse_dpkg_query(run(["dpkg-query", "-W", "-f", DPKG_QUERY_FORMAT])))
-    result = collect_closure(run, module.params["packages"], module.params["branch"], module.params["version"],
-                             installed)
+    try:
+        installed = dict(parse_dpkg_query(run(["dpkg-query", "-W", "-f", DPKG_QUERY_FORMAT])))
+        result = collect_closure(run, module.params["packages"], module.params["branch"], module.params["version"],
+                                 installed)
+    finally:
+        if lists:
+            shutil.rmtree(lists, ignore_errors=True)
     module.exit_json(changed=False, anchor=result.get("anchor"), packages=result.get("packages", []),
                      pins=result["pins"], error=result.get("error"))
 

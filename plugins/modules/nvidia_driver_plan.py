@@ -10,7 +10,7 @@ description:
   - Reads the running kernel's flavour, the installed kernel meta packages (C(dpkg-query)), whether apt has the
     running kernel's headers (or Ubuntu's prebuilt module for it), the kernel GRUB boots next (C(/boot)), the
     kernels with headers (C(/lib/modules/*/build)), Secure Boot (C(mokutil --sb-state), else the SecureBoot EFI
-    variable) and whether the DKMS signing key is enrolled (C(mokutil --test-key)).
+    variable) and whether the DKMS signing key is enrolled (C(mokutil --test-key)); warns when GRUB_DEFAULT is not 0.
   - Decides with plugins/module_utils/driver_plan.py and secure_boot.py. Changes nothing.
 options:
   source:
@@ -34,6 +34,11 @@ options:
     description: The kernel flavour whose meta packages to install; empty reads it from the running kernel.
     type: str
     default: ""
+  kernel_packages:
+    description: The kernel-side packages to install instead of the planned ones (a kernel the distribution does not package).
+    type: list
+    elements: str
+    default: []
   kernel:
     description: The running kernel release (C(ansible_facts.kernel)).
     type: str
@@ -76,10 +81,15 @@ flavour:
   type: str
 kernel_packages:
   description:
-    - Kernel-side packages to install, never held - the flavour's headers meta (DKMS) or prebuilt module meta, the
-      running kernel's own package when apt has it, else the flavour's image meta (the reboot lands on that kernel).
+    - Kernel-side packages to install, never held - the flavour's headers meta (DKMS) or prebuilt module meta, and the
+      running and boot kernels' own packages where apt has them; where it has neither, the flavour's image meta with
+      its headers meta, to be brought to the current kernel (C(kernel_upgrade)), which the reboot lands on.
   returned: always
   type: list
+kernel_upgrade:
+  description: Whether the kernel packages must be brought to their newest version (state latest), not just present.
+  returned: always
+  type: bool
 running_kernel_supported:
   description: Whether apt has the headers (or prebuilt module) of the running kernel.
   returned: always
@@ -89,36 +99,38 @@ boot_kernel:
   returned: always
   type: str
 module_kernels:
-  description: Kernels the module must be built for before a reboot - the boot kernel, and the running one when its headers are installed.
-  returned: always
-  type: list
-headers_kernels:
-  description: Kernels whose headers are installed.
+  description:
+    - Kernels the module must exist for before a reboot - the boot kernel, and the running one when it can have one
+      (DKMS - its headers installed; prebuilt - its module package in apt).
   returned: always
   type: list
 secure_boot:
   description:
     - C(enabled) (null when unknown), C(read_from) (C(mokutil) or C(efivars)), C(certificate) (the DKMS signing key),
-      C(certificate_exists), C(key_state) (C(enrolled), C(pending), C(not_enrolled), null when not asked) and
-      C(refusal) (why the DKMS module would not load, with the enrolment steps; else null).
+      C(certificate_exists), C(key_state) (C(enrolled), C(pending), C(blocked), C(not_enrolled), null when not asked) and
+      C(refusal) (why the DKMS module would not load, with the enrolment steps; else null). The certificate is
+      C(mok_certificate) of /etc/dkms/framework.conf(.d), else the distribution's default.
   returned: always
   type: dict
 error:
   description:
-    - Why the driver must not be installed on this host (a branch the source does not package, an unknown kernel flavour,
-      Secure Boot without an enrolled key), else null.
+    - Why the driver must not be installed on this host (a branch the source does not package, a kernel whose packages
+      apt does not have, Secure Boot without an enrolled key), else null.
   returned: always
   type: str
 """
 
 import glob
 import os
+import re
+from typing import List
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.driver_plan import (
     boot_default_kernel,
     driver_packages,
     flavour_error,
+    grub_default,
     image_flavours,
     kernel_flavour,
     kernel_packages,
@@ -128,8 +140,8 @@ from ansible.module_utils.driver_plan import (
     uses_dkms,
 )
 from ansible.module_utils.secure_boot import (
-    DKMS_KEYS,
     SECURE_BOOT_EFIVAR,
+    dkms_certificate,
     efivar_secure_boot,
     mokutil_key_state,
     mokutil_secure_boot,
@@ -153,6 +165,25 @@ def read_secure_boot(module: AnsibleModule, mokutil: str | None):
         return (False if not os.path.isdir(EFIVARS) else None), "efivars"
 
 
+def read_files(*patterns: str) -> List[str]:
+    """The texts of the files matching each pattern, in order (sorted within a pattern); unreadable ones skipped."""
+    texts = []
+    for pattern in patterns:
+        for path in sorted(glob.glob(pattern)):
+            try:
+                with open(path, encoding="utf-8", errors="replace") as handle:
+                    texts.append(handle.read())
+            except OSError:
+                pass
+    return texts
+
+
+def apt_has(module: AnsibleModule, names: List[str]) -> List[str]:
+    """The names apt has a version of (apt-cache exits 100 when any is missing, and still prints the others)."""
+    _, out, _ = module.run_command(["apt-cache", "show", "--no-all-versions"] + names, environ_update={"LANG": "C"})
+    return re.findall(r"^Package: (\S+)$", out, re.M)
+
+
 def main() -> None:
     module = AnsibleModule(
         argument_spec=dict(
@@ -161,6 +192,7 @@ def main() -> None:
             prebuilt=dict(type="bool", default=False),
             modprobe=dict(type="bool", default=True),
             flavour=dict(type="str", default=""),
+            kernel_packages=dict(type="list", elements="str", default=[]),
             kernel=dict(type="str", required=True),
             distribution=dict(type="str", required=True),
             distribution_version=dict(type="str", required=True),
@@ -174,40 +206,60 @@ def main() -> None:
     # dpkg-query exits 1 when a pattern matches nothing; its output is still right.
     _, out, _ = module.run_command(["dpkg-query", "-W", "-f", "${Package} ${db:Status-Abbrev}\n", "linux-image-*"])
     installed = [fields[0] for fields in map(str.split, out.splitlines()) if len(fields) == 2 and fields[1][1] == "i"]
+    installed_flavours = image_flavours(installed)
     flavour = params["flavour"] or kernel_flavour(distribution, params["distribution_version"], kernel,
-                                                  image_flavours(installed))
-    rc, out, _ = module.run_command(["apt-cache", "show", "--no-all-versions", per_kernel_package(kernel, dkms, branch)])
-    running_supported = rc == 0 and "Version:" in out
-    packages = kernel_packages(flavour, kernel, dkms, branch, running_supported) if flavour else {"meta": [], "running": []}
-
+                                                  installed_flavours)
     boot_kernel = boot_default_kernel(glob.glob("/boot/vmlinuz-*"))
-    headers_kernels = sorted(os.path.basename(os.path.dirname(path)) for path in glob.glob("/lib/modules/*/build")
-                             if os.path.isdir(path))
+    running_package = per_kernel_package(kernel, dkms, branch)
+    candidates = [running_package] + ([per_kernel_package(flavour, dkms, branch), "linux-image-%s" % flavour]
+                                      if flavour else [])
+    if boot_kernel:
+        candidates.append(per_kernel_package(boot_kernel, dkms, branch))
+    available = apt_has(module, candidates)
+    running_supported = running_package in available
+    if params["kernel_packages"]:
+        kernel_plan = {"packages": params["kernel_packages"], "upgrade": False, "error": None}
+    elif flavour:
+        kernel_plan = kernel_packages(flavour, kernel, boot_kernel, dkms, branch, available, installed_flavours)
+    else:
+        kernel_plan = {"packages": [], "upgrade": False, "error": flavour_error(distribution, kernel)}
+
+    if dkms:
+        ready = [os.path.basename(os.path.dirname(path)) for path in glob.glob("/lib/modules/*/build")
+                 if os.path.isdir(path)]
+    else:
+        ready = [kernel] if running_supported else []
+    grub = grub_default(read_files("/etc/default/grub", "/etc/default/grub.d/*.cfg"))
+    if grub not in ("0", ""):
+        module.warn("GRUB_DEFAULT=%s in /etc/default/grub: the driver stage checks the module for the newest kernel "
+                    "in /boot, which GRUB boots with GRUB_DEFAULT=0; make sure the kernel you boot is that one or "
+                    "has the module (dkms status)." % grub)
 
     mokutil = module.get_bin_path("mokutil")
     secure_boot, read_from = read_secure_boot(module, mokutil)
-    key = DKMS_KEYS.get(distribution, DKMS_KEYS["Debian"])["certificate"]
-    key_exists = os.path.isfile(key)
+    certificate = dkms_certificate(distribution, read_files("/etc/dkms/framework.conf",
+                                                            "/etc/dkms/framework.conf.d/*.conf"))
+    certificate_exists = os.path.isfile(certificate)
     key_state = None
-    if secure_boot and dkms and key_exists and mokutil:
-        _, out, err = module.run_command([mokutil, "--test-key", key], environ_update={"LANG": "C"})
+    if secure_boot and dkms and certificate_exists and mokutil:
+        _, out, err = module.run_command([mokutil, "--test-key", certificate], environ_update={"LANG": "C"})
         key_state = mokutil_key_state(out + err)
 
-    refusal = secure_boot_refusal(secure_boot, dkms, distribution, key_exists, key_state, branch)
+    refusal = secure_boot_refusal(secure_boot, dkms, distribution, certificate, certificate_exists, key_state,
+                                  bool(mokutil), branch)
     module.exit_json(
         changed=False,
         packages=driver_packages(params["source"], distribution, branch, params["prebuilt"], params["modprobe"]),
         dkms=dkms,
         flavour=flavour,
-        kernel_packages=packages["meta"] + packages["running"],
+        kernel_packages=kernel_plan["packages"],
+        kernel_upgrade=kernel_plan["upgrade"],
         running_kernel_supported=running_supported,
         boot_kernel=boot_kernel,
-        headers_kernels=headers_kernels,
-        module_kernels=kernels_needing_module(boot_kernel, kernel, headers_kernels),
-        secure_boot=dict(enabled=secure_boot, read_from=read_from, certificate=key, certificate_exists=key_exists,
-                         key_state=key_state, refusal=refusal),
-        error=(source_error(params["source"], distribution, branch)
-               or (flavour_error(distribution, kernel) if not flavour else refusal)),
+        module_kernels=kernels_needing_module(boot_kernel, kernel, ready),
+        secure_boot=dict(enabled=secure_boot, read_from=read_from, certificate=certificate,
+                         certificate_exists=certificate_exists, key_state=key_state, refusal=refusal),
+        error=source_error(params["source"], distribution, branch) or kernel_plan["error"] or refusal,
     )
 
 

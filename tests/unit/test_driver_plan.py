@@ -6,6 +6,7 @@ import pytest
 from ansible.module_utils.driver_plan import (
     boot_default_kernel,
     driver_packages,
+    grub_default,
     image_flavours,
     kernel_flavour,
     kernel_packages,
@@ -42,20 +43,68 @@ def test_image_flavours_keep_only_meta_packages():
     assert image_flavours(installed) == ["amd64", "generic-hwe-22.04"]
 
 
+# What apt had on Debian 12 on 2026-12-01 (bookworm 6.1.0-47/-50, bookworm-security -48 to -57).
+DEBIAN_APT = {"linux-headers-amd64", "linux-image-amd64", "linux-headers-6.1.0-50-amd64",
+              "linux-headers-6.1.0-57-amd64"}
+
+
 def test_dkms_path_installs_the_headers_meta_and_the_running_kernels_headers():
-    assert kernel_packages("amd64", "6.1.0-57-amd64", True, 535, True) == {
-        "meta": ["linux-headers-amd64"], "running": ["linux-headers-6.1.0-57-amd64"]}
+    plan = kernel_packages("amd64", "6.1.0-57-amd64", "6.1.0-57-amd64", True, 535, DEBIAN_APT, ["amd64"])
+    assert plan == {"packages": ["linux-headers-amd64", "linux-headers-6.1.0-57-amd64"], "upgrade": False,
+                    "error": None}
 
 
-def test_an_older_kernel_without_headers_in_the_archive_gets_the_current_kernel():
-    assert kernel_packages("amd64", "6.1.0-28-amd64", True, 535, False) == {
-        "meta": ["linux-headers-amd64", "linux-image-amd64"], "running": []}
+def test_the_boot_kernels_headers_too_when_it_is_not_the_running_one():
+    plan = kernel_packages("amd64", "6.1.0-50-amd64", "6.1.0-57-amd64", True, 535, DEBIAN_APT, ["amd64"])
+    assert plan["packages"] == ["linux-headers-amd64", "linux-headers-6.1.0-50-amd64", "linux-headers-6.1.0-57-amd64"]
+
+
+def test_an_old_kernel_with_a_newer_one_installed_needs_no_new_kernel():
+    plan = kernel_packages("amd64", "6.1.0-28-amd64", "6.1.0-57-amd64", True, 535, DEBIAN_APT, ["amd64"])
+    assert plan == {"packages": ["linux-headers-amd64", "linux-headers-6.1.0-57-amd64"], "upgrade": False,
+                    "error": None}
+
+
+def test_an_old_kernel_alone_brings_the_image_meta_to_the_current_kernel():
+    # The image meta is installed at the old ABI: "present" would leave it there.
+    plan = kernel_packages("amd64", "6.1.0-28-amd64", "6.1.0-28-amd64", True, 535, DEBIAN_APT, ["amd64"])
+    assert plan == {"packages": ["linux-image-amd64", "linux-headers-amd64"], "upgrade": True, "error": None}
+
+
+def test_a_kernel_kept_by_hand_is_refused_not_replaced():
+    plan = kernel_packages("amd64", "6.1.0-28-amd64", "6.1.0-28-amd64", True, 535, DEBIAN_APT, [])
+    assert plan["packages"] == [] and plan["error"].startswith(
+        "apt has no linux-headers-6.1.0-28-amd64 for the running kernel 6.1.0-28-amd64 and the host does not "
+        "follow the linux-image-amd64 meta")
+    assert "nvidia_driver_kernel_packages" in plan["error"]
+
+
+def test_a_flavour_without_metas_in_apt_is_refused():
+    # Proxmox VE: uname 6.8.12-4-pve; its headers are proxmox-default-headers, there is no linux-headers-pve.
+    assert kernel_flavour("Debian", "12", "6.8.12-4-pve", ["pve"]) == "pve"
+    plan = kernel_packages("pve", "6.8.12-4-pve", "6.8.12-4-pve", True, 535, {"proxmox-default-headers"}, ["pve"])
+    assert plan["error"].startswith("apt has no linux-headers-pve, the meta package of the running kernel's flavour")
+    assert "nvidia_driver_kernel_packages (e.g. [linux-headers-6.8.12-4-pve])" in plan["error"]
 
 
 def test_ubuntu_prebuilt_modules_follow_the_flavour():
-    assert kernel_packages("generic-hwe-22.04", "6.8.0-45-generic", False, 580, True) == {
-        "meta": ["linux-modules-nvidia-580-server-generic-hwe-22.04"],
-        "running": ["linux-modules-nvidia-580-server-6.8.0-45-generic"]}
+    available = {"linux-modules-nvidia-580-server-generic-hwe-22.04", "linux-modules-nvidia-580-server-6.8.0-45-generic"}
+    plan = kernel_packages("generic-hwe-22.04", "6.8.0-45-generic", "6.8.0-45-generic", False, 580, available,
+                           ["generic-hwe-22.04"])
+    assert plan["packages"] == ["linux-modules-nvidia-580-server-generic-hwe-22.04",
+                                "linux-modules-nvidia-580-server-6.8.0-45-generic"]
+
+
+@pytest.mark.parametrize("files, value", [
+    ([], "0"),
+    (['GRUB_DEFAULT=0\nGRUB_TIMEOUT=5\n'], "0"),
+    (['GRUB_DEFAULT=saved\n'], "saved"),
+    (['GRUB_DEFAULT="1>2"  # the second submenu entry\n'], "1>2"),
+    (['GRUB_DEFAULT=0\n', 'GRUB_DEFAULT=saved\n'], "saved"),
+    (['#GRUB_DEFAULT=saved\n'], "0"),
+])
+def test_grub_default(files, value):
+    assert grub_default(files) == value
 
 
 @pytest.mark.parametrize("source, distribution, prebuilt, packages", [
@@ -80,7 +129,7 @@ def test_grub_boots_the_newest_kernel_by_version():
 
 
 def test_kernels_needing_the_module():
-    # The boot kernel always; the running one only where its headers are installed.
+    # The boot kernel always; the running one only where it can have one (headers installed).
     assert kernels_needing_module("6.1.0-57-amd64", "6.1.0-50-amd64", ["6.1.0-50-amd64", "6.1.0-57-amd64"]) == [
         "6.1.0-57-amd64", "6.1.0-50-amd64"]
     assert kernels_needing_module("6.1.0-57-amd64", "6.1.0-28-amd64", ["6.1.0-57-amd64"]) == ["6.1.0-57-amd64"]

@@ -30,12 +30,13 @@ pytestmark = pytest.mark.skipif(
     reason=f"building the fixture apt repo needs {', '.join(MISSING)} (Debian packages gnupg and dpkg)",
 )
 
-DRIVER_VERSIONS = ["550.163.01-1", "550.54.15-1", "580.95.05-1"]
+DRIVER_VERSIONS = ["535.261.03-1", "550.163.01-1", "550.54.15-1", "580.95.05-1"]
 # Unversioned names, one of each per driver version, as in NVIDIA's debian12 repo.
 DRIVER_NAMES = ["firmware-nvidia-gsp", "libcuda1", "libnvidia-ml1", "nvidia-alternative", "nvidia-driver-cuda",
                 "nvidia-kernel-dkms", "nvidia-kernel-open-dkms", "nvidia-modprobe", "nvidia-persistenced",
                 "nvidia-smi"]
 EXPECTED = {
+    "cuda-drivers-535": ["535.261.03-1"],
     "cuda-drivers-550": ["550.163.01-1", "550.54.15-1"],
     "cuda-drivers-580": ["580.95.05-1"],
     "cuda-toolkit-12-1": ["12.1.1-1"],

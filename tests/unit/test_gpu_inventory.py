@@ -28,33 +28,6 @@ CAP_H200 = "nvidia-smi_query-gpu-compute-cap_h200_580.159.04.csv"
 CAP_UNSUPPORTED_470 = "nvidia-smi_query-gpu-compute-cap_unsupported_470.256.02.txt"
 CAP_UNKNOWN_FIELD_580 = "nvidia-smi_query-gpu-unknown-field_580.159.04.txt"
 
-GPU_KEYS = {
-    "index",
-    "name",
-    "pci_bus_id",
-    "pci_device_id",
-    "pci_class",
-    "display",
-    "serving",
-    "architecture",
-    "compute_capability",
-    "compute_capability_source",
-    "memory_total_mib",
-    "memory_bandwidth_gbps",
-    "bar1_total_mib",
-    "pcie_link_gen_current",
-    "pcie_link_gen_max",
-    "pcie_link_width_current",
-    "pcie_link_width_max",
-    "persistence_mode",
-    "temperature_c",
-    "throttle_reasons",
-    "power_limit_w",
-    "uuid",
-    "minor_number",
-    "seen_by_lspci",
-    "seen_by_driver",
-}
 DRIVER_ONLY_KEYS = {
     "bar1_total_mib",
     "pcie_link_gen_current",
@@ -68,6 +41,22 @@ DRIVER_ONLY_KEYS = {
     "uuid",
     "minor_number",
 }
+GPU_KEYS = {
+    "index",
+    "name",
+    "pci_bus_id",
+    "pci_device_id",
+    "pci_class",
+    "display",
+    "serving",
+    "architecture",
+    "compute_capability",
+    "compute_capability_source",
+    "memory_total_mib",
+    "memory_bandwidth_gbps",
+    "seen_by_lspci",
+    "seen_by_driver",
+} | DRIVER_ONLY_KEYS
 
 
 def recorded(name: str) -> str:

@@ -47,7 +47,7 @@ def test_healthy_and_unchecked_hosts_have_no_warnings():
 def test_running_kernel_without_headers_in_apt():
     assert kernel_headers_warnings({"kernel_headers_available": True}) == []
     [warning] = kernel_headers_warnings({"kernel_headers_available": False})
-    assert "apt has no headers for the running kernel" in warning and "reboots into that kernel" in warning
+    assert "apt has no headers for the running kernel" in warning and "reboots into it" in warning
 
 
 def test_nouveau_loaded():

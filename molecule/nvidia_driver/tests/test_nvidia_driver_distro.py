@@ -33,6 +33,19 @@ def test_the_older_version_is_installed_as_one_set_beside_a_newer_one(host):
     assert NEWER in policy and f"*** {VERSION} 1001" in policy, policy
 
 
+def test_the_set_comes_from_debian_although_nvidias_repo_has_the_same_names_and_version(host):
+    """The fixture repo standing in for NVIDIA's carries 535.261.03-1 under Debian's names; apt keeps both
+    records, and only the role's origin pin (l=NVIDIA CUDA: -1 for the set) makes Debian's win."""
+    policy = host.check_output("apt-cache policy nvidia-smi")
+    lines = policy.splitlines()
+    installed = lines.index(f" *** {VERSION} 1001")
+    assert "deb.debian.org/debian bookworm/non-free" in lines[installed + 1], policy
+    assert f"     {VERSION} -1" in lines and "http://127.0.0.1:8765" in policy, policy
+    # Debian's real nvidia-smi (a binary), not the fixture's stand-in script.
+    assert host.run("grep -q STAND-IN /usr/bin/nvidia-smi").rc == 1
+    assert host.run("head -c 4 /usr/bin/nvidia-smi | grep -q ELF").rc == 0
+
+
 def test_upgrade_and_dist_upgrade_move_nothing_of_the_set(host):
     for command in ("apt-get -s upgrade", "apt-get -s dist-upgrade"):
         simulated = host.check_output(command)

@@ -4,8 +4,8 @@
 NVIDIA's repo (developer.download.nvidia.com) cannot be reached from CI. This
 script builds, in one folder, a repo with the same layout (flat: the source is
 ``deb [signed-by=KEY] http://127.0.0.1:PORT/ /``), the package names and
-dependency shape of NVIDIA's debian12 CUDA repo for driver versions 550.54.15,
-550.163.01 and 580.95.05 and CUDA 12.1/12.4, signed with a throwaway GPG key made at
+dependency shape of NVIDIA's debian12 CUDA repo for driver versions 535.261.03,
+550.54.15, 550.163.01 and 580.95.05 and CUDA 12.1/12.4, signed with a throwaway GPG key made at
 build time. apt, its signature check, dpkg and update-alternatives then run for
 real against it. What stands in: ``nvcc`` and ``nvidia-smi`` are shell scripts
 that replay real recorded outputs (tests/fixtures/recorded/), and no package
@@ -116,8 +116,12 @@ def nvcc_stub(release: str, recording: str) -> str:
 
 
 # Driver versions: two of branch 550 and a newer branch, as NVIDIA's debian12
-# repository carries many versions of each branch side by side.
-DRIVER_VERSIONS = ("550.54.15-1", "550.163.01-1", "580.95.05-1")
+# repository carries many versions of each branch side by side; and 535.261.03-1,
+# the version Debian's bookworm has under the same unversioned names (libcuda1,
+# nvidia-smi, ...): the strictest case for a host on nvidia_driver_source=distro
+# with NVIDIA's repository added for the toolkit, where only the origin tells
+# the two apart.
+DRIVER_VERSIONS = ("535.261.03-1", "550.54.15-1", "550.163.01-1", "580.95.05-1")
 
 
 def driver_packages(version: str, smi: str) -> list[Package]:
