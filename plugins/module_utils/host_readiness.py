@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any, List, Mapping, Sequence
 
+from ansible.module_utils.stack_rules import gpu_label
+
 Gpu = Mapping[str, Any]
 Host = Mapping[str, Any]
 
@@ -29,11 +31,6 @@ THROTTLE_ADVICE = {
     "sw_power_cap": "clocks are held at the power limit; at idle that points to a low power limit "
                     "(nvidia-smi -q -d POWER)",
 }
-
-
-def _gpu_label(gpu: Gpu) -> str:
-    return "GPU %s (%s, %s)" % (gpu.get("index", "?"), gpu.get("name") or gpu.get("pci_device_id") or "unknown",
-                                gpu.get("pci_bus_id") or "bus id unknown")
 
 
 def kernel_headers_warnings(host: Host) -> List[str]:
@@ -73,7 +70,7 @@ def pcie_link_warnings(gpus: Sequence[Gpu]) -> List[str]:
         warnings.append(
             "%s runs at PCIe x%d%s of x%d: a x4/x8 slot, a riser or chipset lanes (on X99 boards the lower "
             "slots often hang off the chipset). Loading models and multi-GPU splits get slower; move it to a "
-            "full x16 CPU slot." % (_gpu_label(gpu), width, speed, width_max))
+            "full x16 CPU slot." % (gpu_label(gpu), width, speed, width_max))
     return warnings
 
 
@@ -90,7 +87,7 @@ def bar1_warnings(gpus: Sequence[Gpu]) -> List[str]:
             continue
         warnings.append(
             "%s has a %d MiB BAR1 for %d MiB of memory: Above 4G Decoding is off in the BIOS (or the slot "
-            "cannot map a large BAR); enable it." % (_gpu_label(gpu), bar1, memory))
+            "cannot map a large BAR); enable it." % (gpu_label(gpu), bar1, memory))
     return warnings
 
 
@@ -99,7 +96,7 @@ def throttle_warnings(gpus: Sequence[Gpu]) -> List[str]:
     for gpu in gpus:
         for reason in gpu.get("throttle_reasons") or []:
             if reason in THROTTLE_ADVICE:
-                warnings.append("%s is throttled (%s): %s." % (_gpu_label(gpu), reason, THROTTLE_ADVICE[reason]))
+                warnings.append("%s is throttled (%s): %s." % (gpu_label(gpu), reason, THROTTLE_ADVICE[reason]))
     return warnings
 
 
@@ -108,7 +105,7 @@ def unknown_gpu_warnings(gpus: Sequence[Gpu]) -> List[str]:
     warned about by stack_rules.display_gpu_warnings)."""
     return ["%s has no known compute capability (not in the GPU catalogue, not reported by the driver, PCI id "
             "outside the chip families of gpu_families.py): the compatibility checks cannot vouch for it; set "
-            "llama_cpp_cuda_architectures explicitly." % _gpu_label(gpu)
+            "llama_cpp_cuda_architectures explicitly." % gpu_label(gpu)
             for gpu in gpus if not gpu.get("compute_capability")]
 
 

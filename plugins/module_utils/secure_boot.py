@@ -54,10 +54,14 @@ DKMS_KEYS: Dict[str, Dict[str, str]] = {
 }
 
 
+def _dkms_key(distribution: str) -> Dict[str, str]:
+    return DKMS_KEYS.get(distribution, DKMS_KEYS["Debian"])
+
+
 def dkms_certificate(distribution: str, framework_files: Sequence[str]) -> str:
     """The certificate DKMS signs with: mok_certificate= in /etc/dkms/framework.conf and then
     framework.conf.d/*.conf (sourced in that order: the last one wins), else the distribution's default."""
-    certificate = DKMS_KEYS.get(distribution, DKMS_KEYS["Debian"])["certificate"]
+    certificate = _dkms_key(distribution)["certificate"]
     for text in framework_files:
         for line in text.splitlines():
             match = re.match(r"""^\s*mok_certificate=(['"]?)(\S+?)\1\s*(?:#.*)?$""", line)
@@ -107,7 +111,7 @@ def secure_boot_refusal(secure_boot: Optional[bool], dkms: bool, distribution: s
     `key_state` is mokutil_key_state's answer, None where mokutil was not asked."""
     if not secure_boot or not dkms or key_state == "enrolled":
         return None
-    generate = DKMS_KEYS.get(distribution, DKMS_KEYS["Debian"])["generate"]
+    generate = _dkms_key(distribution)["generate"]
     steps = [] if mokutil else ["sudo apt-get install mokutil"]
     if key_state == "pending":
         reason = "the DKMS signing key %s is queued for enrolment but not enrolled yet" % certificate

@@ -326,14 +326,16 @@ def check_gpu_present(request: StackRequest, gpus: Sequence[Gpu]) -> List[Refusa
     )]
 
 
+def _last_branch_before(gpu: Gpu, branch: int) -> Optional[int]:
+    """The last branch that drives the GPU's architecture when that is older than `branch`, else None."""
+    last = last_driver_branch(gpu.get("compute_capability"))
+    return last if last is not None and last < branch else None
+
+
 def _undriven(gpus: Sequence[Gpu], branch: int) -> List[Tuple[int, Gpu]]:
     """(last branch, GPU) for GPUs whose architecture NVIDIA stopped driving before `branch`, oldest first."""
-    found = []
-    for gpu in gpus:
-        last = last_driver_branch(gpu.get("compute_capability"))
-        if last is not None and last < branch:
-            found.append((last, gpu))
-    return sorted(found, key=lambda pair: pair[0])
+    found = [(_last_branch_before(gpu, branch), gpu) for gpu in gpus]
+    return sorted([pair for pair in found if pair[0] is not None], key=lambda pair: pair[0])
 
 
 def check_driver_branch(request: StackRequest, gpus: Sequence[Gpu]) -> List[Refusal]:
@@ -807,7 +809,7 @@ def branch_lifecycle_warnings(request: StackRequest, gpus: Sequence[Gpu], today:
             % (branch, status, advice, SOURCE_LIFECYCLE)]
 
 
-def _gpu_label(gpu: Gpu) -> str:
+def gpu_label(gpu: Gpu) -> str:
     """"GPU 0 (GeForce GT 710, 0000:04:00.0)": which card, and where to find it."""
     return "GPU %s (%s, %s)" % (gpu.get("index", "?"), gpu.get("name") or gpu.get("pci_device_id") or "unknown",
                                 gpu.get("pci_bus_id") or "bus id unknown")
@@ -829,11 +831,11 @@ def display_gpu_warnings(request: StackRequest, gpus: Sequence[Gpu]) -> List[str
         if gpu.get("serving", True):
             continue
         capability = gpu.get("compute_capability")
-        last = last_driver_branch(capability)
+        last = _last_branch_before(gpu, branch)
         if compute_capability(gpu) is None:
             reason = ("its architecture is unknown (PCI id %s), so whether nvidia_driver_branch=%d drives it "
                       "cannot be checked" % (gpu.get("pci_device_id") or "unknown", branch))
-        elif last is not None and last < branch:
+        elif last is not None:
             reason = ("nvidia_driver_branch=%d does not drive it: NVIDIA's last branch for %s GPUs is %d"
                       % (branch, architecture(capability), last))
         elif request.nvidia_driver_flavor == "open" and gpus_below([gpu], TURING):
@@ -845,7 +847,7 @@ def display_gpu_warnings(request: StackRequest, gpus: Sequence[Gpu]) -> List[str
             "%s is a display card, left out of the serving GPUs and the CUDA build; %s. Serving is not "
             "affected; the card gets no driver at all (nouveau is blacklisted for the NVIDIA driver), so it "
             "shows the firmware console at most. For a desktop on that screen use a display card the branch "
-            "drives, or the board's own graphics. [source: %s]" % (_gpu_label(gpu), reason, SOURCE_DRIVER_SUPPORT))
+            "drives, or the board's own graphics. [source: %s]" % (gpu_label(gpu), reason, SOURCE_DRIVER_SUPPORT))
     return warnings
 
 

@@ -56,15 +56,20 @@ def run_module(capsys, args: dict) -> dict:
     return result
 
 
-def test_driver_not_loaded_reports_lspci_gpus_with_null_driver_fields(tmp_path, capsys):
+def run_before_driver(tmp_path, capsys, lspci_recording: Path) -> dict:
+    """The module on a host whose lspci replays a recording and whose nvidia-smi cannot reach a driver."""
     bin_dir = tmp_path / "bin"
-    result = run_module(
+    return run_module(
         capsys,
         {
-            "lspci_path": stub(bin_dir, "lspci", LSPCI_X6),
+            "lspci_path": stub(bin_dir, "lspci", lspci_recording),
             "nvidia_smi_path": stub(bin_dir, "nvidia-smi", SMI_FAILED, exit_code=9),
         },
     )
+
+
+def test_driver_not_loaded_reports_lspci_gpus_with_null_driver_fields(tmp_path, capsys):
+    result = run_before_driver(tmp_path, capsys, LSPCI_X6)
     assert result["changed"] is False
     assert not result.get("failed")
     facts = result["ansible_facts"]
@@ -163,14 +168,7 @@ def test_collect_passes_the_documented_arguments_and_reports_failures(tmp_path):
 
 
 def test_display_card_beside_a_v100_before_any_driver(tmp_path, capsys):
-    bin_dir = tmp_path / "bin"
-    result = run_module(
-        capsys,
-        {
-            "lspci_path": stub(bin_dir, "lspci", LSPCI_GT710_V100),
-            "nvidia_smi_path": stub(bin_dir, "nvidia-smi", SMI_FAILED, exit_code=9),
-        },
-    )
+    result = run_before_driver(tmp_path, capsys, LSPCI_GT710_V100)
     facts = result["ansible_facts"]
     gt710, v100 = facts["nvidia_gpus"]
     assert (gt710["name"], gt710["display"], gt710["serving"], gt710["compute_capability"]) == (
