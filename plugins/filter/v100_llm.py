@@ -3,8 +3,8 @@ the llama.cpp build plan (llama_cpp_build.py), model sources
 (model_sources.py), llama-server instances (llama_server_plan.py), the vLLM
 server (vllm_server_plan.py), pip's source options (pip_options.py), model
 shapes (memory_plan.py), the default CUDA toolkit (stack_rules.py), Debian's
-archive components (debian_sources.py) and
-systemd unit syntax (systemd_unit.py), all
+archive components (debian_sources.py),
+systemd unit syntax (systemd_unit.py) and a GPU service's units (gpu_service.py), all
 pure functions unit-tested in tests/unit. module_utils are not importable from controller plugins outside
 a collection, so each file is loaded from its place in this project.
 """
@@ -36,6 +36,7 @@ _UNIT = _module_utils("systemd_unit")
 _VLLM = _module_utils("vllm_server_plan")
 _PIP = _module_utils("pip_options")
 _DEBIAN = _module_utils("debian_sources")
+_GPU_SERVICE = _module_utils("gpu_service")
 # stack_rules imports gpu_families and nvidia_releases; memory_plan imports gguf_metadata and stack_rules.
 _module_utils("gpu_families")
 _module_utils("nvidia_releases")
@@ -116,4 +117,12 @@ class FilterModule:
             "vllm_memory_plan": vllm_memory_plan,
             # find's files | vllm_weights_bytes -> bytes vLLM loads (safetensors, else .bin)
             "vllm_weights_bytes": _VLLM.weights_bytes,
+            # services | gpu_service_unit_files -> each timer unit file: the service + template + dest
+            "gpu_service_unit_files": _GPU_SERVICE.unit_files,
+            # services | gpu_service_unwanted_restart_timers -> restart timer units no longer asked for
+            "gpu_service_unwanted_restart_timers": _GPU_SERVICE.unwanted_restart_timers,
+            # services | gpu_service_systemd_units(device_nodes) -> the units for unit_freshness, in start order
+            "gpu_service_systemd_units": _GPU_SERVICE.systemd_units,
+            # unit names | gpu_service_retired_files -> every file gpu_service wrote for them
+            "gpu_service_retired_files": _GPU_SERVICE.retired_files,
         }

@@ -286,6 +286,8 @@ def plan_instances(instances: Sequence[Mapping[str, Any]], settings: Mapping[str
             "argv": _argv(instance, settings, model_path, key_file),
             "environment": environment,
             "key_file": key_file,
+            # What the server reads when it starts: one changed since restarts it (unit_freshness).
+            "inputs": [path for path in (key_file, model_path, settings["server_bin"]) if path],
             "restart_calendar": calendar,
             "memory_plan": {
                 "name": "llama_server_instances %s (%s)" % (instance["name"], instance["model"]),

@@ -11,7 +11,7 @@ from ansible.module_utils.llama_server_plan import plan_instances
 _spec = importlib.util.spec_from_file_location("v100_llm_filters", PROJECT_ROOT / "plugins" / "filter" / "v100_llm.py")
 _filters = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_filters)
-TEMPLATES = [str(PROJECT_ROOT / "roles" / role / "templates") for role in ("llama_server", "nvidia_device_nodes")]
+TEMPLATES = [str(PROJECT_ROOT / "roles" / role / "templates") for role in ("llama_server", "gpu_service")]
 
 
 def render(name, **variables):
@@ -36,16 +36,18 @@ def cuda_unit():
 
 def test_a_cuda_instance_waits_for_the_device_nodes_and_sees_its_gpu():
     unit = cuda_unit()
-    assert "After=network-online.target nvidia-persistenced.service nvidia-device-nodes.service" in unit
-    assert "Wants=network-online.target nvidia-device-nodes.service" in unit
+    drop_in = render("gpu-sandbox.conf.j2", gpu_service_device_nodes=True)
+    assert "After=nvidia-persistenced.service nvidia-device-nodes.service" in drop_in
+    assert "Wants=nvidia-device-nodes.service" in drop_in
+    assert "nvidia-device-nodes" not in render("gpu-sandbox.conf.j2", gpu_service_device_nodes=False)
     assert 'Environment="CUDA_VISIBLE_DEVICES=1"' in unit
     assert 'Environment="CUDA_DEVICE_ORDER=PCI_BUS_ID"' in unit
     assert "ExecStartPre" not in unit
 
 
 def test_the_device_policy_names_the_nvidia_majors_of_every_driver_branch():
-    unit = cuda_unit()
-    assert "PrivateDevices" not in unit.replace("# Sandbox. The GPUs stay reachable: PrivateDevices", "")
+    unit = render("gpu-sandbox.conf.j2", gpu_service_device_nodes=True)
+    assert "PrivateDevices=" not in unit
     for line in ("DevicePolicy=closed", "DeviceAllow=char-nvidia-frontend rw", "DeviceAllow=char-nvidia rw",
                  "DeviceAllow=char-nvidiactl rw", "DeviceAllow=char-nvidia-uvm rw"):
         assert line in unit.splitlines(), line

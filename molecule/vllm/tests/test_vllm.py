@@ -73,9 +73,17 @@ def test_unit_has_the_volta_flags(host):
     # Offline (vllm_server_hf_offline): no downloads, so only loopback peers.
     assert 'Environment="HF_HUB_OFFLINE=1"' in unit
     assert "IPAddressDeny=any\nIPAddressAllow=localhost\n" in unit
-    assert "SystemCallErrorNumber=EPERM" in unit
     assert "EnvironmentFile=/etc/vllm-server/vllm-server.env" in unit
-    assert "nvidia-device-nodes.service" in unit and "DevicePolicy=closed" in unit
+
+
+def test_the_sandbox_is_the_drop_in_shared_with_llama_server(host):
+    shown = host.check_output("systemctl show vllm-server -p DropInPaths -p DevicePolicy -p Wants -p After")
+    assert "DropInPaths=/etc/systemd/system/vllm-server.service.d/gpu-sandbox.conf" in shown
+    assert "DevicePolicy=closed" in shown
+    wants = next(line for line in shown.splitlines() if line.startswith("Wants="))
+    assert "nvidia-device-nodes.service" in wants
+    drop_in = host.file("/etc/systemd/system/vllm-server.service.d/gpu-sandbox.conf").content_string
+    assert "SystemCallErrorNumber=EPERM" in drop_in and "DeviceAllow=char-nvidia-uvm rw" in drop_in
 
 
 def test_the_key_is_in_the_root_only_file_and_nowhere_else(host):
