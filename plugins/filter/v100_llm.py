@@ -4,7 +4,8 @@ the llama.cpp build plan (llama_cpp_build.py), model sources
 server (vllm_server_plan.py), pip's source options (pip_options.py), model
 shapes (memory_plan.py), the default CUDA toolkit (stack_rules.py), Debian's
 archive components (debian_sources.py),
-systemd unit syntax (systemd_unit.py) and a GPU service's units (gpu_service.py), all
+systemd unit syntax (systemd_unit.py), a GPU service's units (gpu_service.py), the host's run
+lock (run_lock.py) and stale initramfs images (initramfs.py), all
 pure functions unit-tested in tests/unit. module_utils are not importable from controller plugins outside
 a collection, so each file is loaded from its place in this project.
 """
@@ -37,6 +38,8 @@ _VLLM = _module_utils("vllm_server_plan")
 _PIP = _module_utils("pip_options")
 _DEBIAN = _module_utils("debian_sources")
 _GPU_SERVICE = _module_utils("gpu_service")
+_RUN_LOCK = _module_utils("run_lock")
+_INITRAMFS = _module_utils("initramfs")
 # stack_rules imports gpu_families and nvidia_releases; memory_plan imports gguf_metadata and stack_rules.
 _module_utils("gpu_families")
 _module_utils("nvidia_releases")
@@ -86,6 +89,12 @@ def llama_cpp_refused_args(extra_args: List[str]) -> List[str]:
     return _BUILD.refused_extra_args(extra_args)
 
 
+def initramfs_stale(results: List[Mapping[str, Any]], conf: str, conf_changed_at: float, wanted: bool) -> List[str]:
+    """The results of a loop of `lsinitramfs` over find's files -> kernels whose image to rebuild."""
+    images = {r["item"]["path"]: {"listing": r.get("stdout", ""), "mtime": r["item"]["mtime"]} for r in results}
+    return _INITRAMFS.stale_images(images, conf, float(conf_changed_at or 0), bool(wanted))
+
+
 class FilterModule:
     def filters(self) -> Dict[str, Any]:
         return {
@@ -117,6 +126,10 @@ class FilterModule:
             "vllm_memory_plan": vllm_memory_plan,
             # find's files | vllm_weights_bytes -> bytes vLLM loads (safetensors, else .bin)
             "vllm_weights_bytes": _VLLM.weights_bytes,
+            # lsinitramfs loop results | initramfs_stale(conf, conf ctime, wanted) -> kernels whose image to rebuild
+            "initramfs_stale": initramfs_stale,
+            # argv | with_run_lock -> argv under flock(1) on the host's run lock (host_guard waits for it)
+            "with_run_lock": _RUN_LOCK.with_run_lock,
             # services | gpu_service_unit_files -> each timer unit file: the service + template + dest
             "gpu_service_unit_files": _GPU_SERVICE.unit_files,
             # services | gpu_service_unwanted_restart_timers -> restart timer units no longer asked for

@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Optional, Tuple
 
+from ansible.module_utils.dpkg_state import parse_status, present
+
 # "550.54.15-1", "535.216.03-3~deb12u1", "1:580.95.05-0ubuntu1": the upstream
 # version starts with the three-digit branch.
 _DRIVER_VERSION = re.compile(r"^(?:\d+:)?(?P<branch>\d{3})\.\d+")
@@ -51,15 +53,13 @@ DPKG_QUERY_FORMAT = "${Package} ${Version} ${db:Status-Abbrev}\n"
 
 
 def parse_dpkg_query(text: str) -> List[Tuple[str, str]]:
-    """(name, version) of installed packages from `dpkg-query -W -f DPKG_QUERY_FORMAT`."""
-    installed = []
-    for line in text.splitlines():
-        fields = line.split()
-        # Status-Abbrev is desired action then state: "ii" installed, "hi" held and
-        # installed, "un"/"rc" not installed.
-        if len(fields) >= 3 and fields[2][1:2] == "i":
-            installed.append((fields[0], fields[1]))
-    return installed
+    """(name, version) of packages on disk from `dpkg-query -W -f DPKG_QUERY_FORMAT`.
+
+    Half-installed, unpacked and half-configured packages count: their files
+    are there (host_guard finishes them before any apt task), and a driver of
+    another branch left half-installed must still be seen and replaced.
+    """
+    return [(entry["name"], entry["version"]) for entry in parse_status(text) if present(entry)]
 
 
 def other_branch_packages(installed: List[Tuple[str, str]], branch: int) -> List[str]:

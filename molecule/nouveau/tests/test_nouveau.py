@@ -20,3 +20,12 @@ def test_nouveau_leaves_no_reboot_request_of_its_own(host):
     # nvidia_driver decides the reboot from /sys/module/nouveau and the blacklist.
     assert not host.file("/sys/module/nouveau").exists
     assert not host.file("/var/lib/v100-llm/reboot-required.d/nouveau").exists
+
+
+def test_host_guard_finished_the_interrupted_dpkg(host):
+    # prepare.yml left v100-guard-test half-configured and v100-guard-pre half-installed.
+    assert host.run("dpkg --audit").stdout == ""
+    states = host.check_output("dpkg-query -W -f '${Package} ${db:Status-Abbrev}\\n' 'v100-guard-*'")
+    assert [line.split() for line in states.splitlines()] == [["v100-guard-pre", "ii"], ["v100-guard-test", "ii"]]
+    assert host.file("/usr/share/v100-guard-pre/file").content_string == "data\n"
+    assert host.run("ls /var/lib/dpkg/updates | grep -E '^[0-9]+$'").stdout == ""

@@ -1,0 +1,57 @@
+"""An interrupted dpkg, recorded in a Debian 12 container (tests/fixtures/debian12/SOURCES.md), is finished, not ignored."""
+from __future__ import annotations
+
+from conftest import FIXTURES
+
+from ansible.module_utils.dpkg_state import parse_status, pending_journal, present, repair_plan
+from ansible.module_utils.run_lock import RUN_LOCK, lock_holders, with_run_lock
+
+DEBIAN12 = FIXTURES / "debian12"
+STATUS = (DEBIAN12 / "dpkg-query_interrupted_debian12.txt").read_text()
+AUDIT = (DEBIAN12 / "dpkg-audit_interrupted_debian12.txt").read_text()
+
+
+def test_the_status_letters_are_read_with_the_reinstallation_flag():
+    entries = {e["name"]: e for e in parse_status(STATUS)}
+    assert entries["v100-guard-pre"] == {"name": "v100-guard-pre", "version": "1.0", "want": "i", "status": "H",
+                                         "reinstreq": True}
+    assert entries["v100-guard-test"]["status"] == "F" and not entries["v100-guard-test"]["reinstreq"]
+    assert entries["bash"]["status"] == "i"
+    # A half-installed or half-configured package is on disk: the driver's branch checks must see it.
+    assert present(entries["v100-guard-pre"]) and present(entries["v100-guard-test"])
+    absent = parse_status("nvidia-driver  un \nold-thing 1.0 rc \n")
+    assert [present(e) for e in absent] == [False, False]
+
+
+def test_a_half_configured_and_a_half_installed_package_are_finished_and_reinstalled():
+    plan = repair_plan(parse_status(STATUS), AUDIT, ["0000", "tmp.i"], {"v100-guard-pre=1.0": True})
+    assert plan["configure"] and plan["reinstall"] == ["v100-guard-pre=1.0"] and plan["error"] == ""
+    assert "v100-guard-pre 1.0 is half-installed (reinstallation required)" in plan["reasons"]
+    assert "v100-guard-test 1.0 is half-configured" in plan["reasons"]
+    assert "/var/lib/dpkg/updates holds an unfinished journal" in plan["reasons"]
+
+
+def test_a_package_apt_cannot_fetch_again_is_refused_before_anything_runs():
+    # apt-get -f install said: "needs to be reinstalled, but I can't find an archive for it".
+    plan = repair_plan(parse_status(STATUS), AUDIT, [], {"v100-guard-pre=1.0": False})
+    assert plan["reinstall"] == []
+    assert "dpkg --remove --force-remove-reinstreq v100-guard-pre" in plan["error"]
+    assert "Nothing was changed" in plan["error"]
+
+
+def test_a_sound_dpkg_needs_nothing():
+    sound = "apt 2.6.1 ii \nbash 5.2.15-2+b13 ii \nnvidia-driver  un \n"
+    plan = repair_plan(parse_status(sound), "", ["tmp.i"], {})
+    assert plan == {"configure": False, "reinstall": [], "reasons": [], "error": "", "needed": False}
+    assert not pending_journal(["tmp.i"]) and pending_journal(["0000"])
+
+
+def test_the_holders_of_dpkg_locks_are_named():
+    lines = (DEBIAN12 / "proc-locks_dpkg-running_debian12.txt").read_text()
+    inodes = {line.split()[1]: int(line.split()[0]) for line in lines.splitlines() if line.split()[0].isdigit()}
+    assert lock_holders(lines, [inodes["/var/lib/dpkg/lock-frontend"]]) == [57]
+    assert lock_holders(lines, [12345]) == []
+
+
+def test_long_steps_run_under_the_host_lock():
+    assert with_run_lock(["cmake", "--build", "b"]) == ["flock", RUN_LOCK, "cmake", "--build", "b"]
