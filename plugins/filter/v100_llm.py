@@ -5,7 +5,7 @@ server (vllm_server_plan.py), pip's source options (pip_options.py), model
 shapes (memory_plan.py), the default CUDA toolkit (stack_rules.py), Debian's
 archive components (debian_sources.py),
 systemd unit syntax (systemd_unit.py), a GPU service's units (gpu_service.py), the host's run
-lock (run_lock.py) and stale initramfs images (initramfs.py), all
+lock (run_lock.py), stale initramfs images (initramfs.py) and stamps (stamps.py), all
 pure functions unit-tested in tests/unit. module_utils are not importable from controller plugins outside
 a collection, so each file is loaded from its place in this project.
 """
@@ -40,6 +40,7 @@ _DEBIAN = _module_utils("debian_sources")
 _GPU_SERVICE = _module_utils("gpu_service")
 _RUN_LOCK = _module_utils("run_lock")
 _INITRAMFS = _module_utils("initramfs")
+_STAMPS = _module_utils("stamps")
 # stack_rules imports gpu_families and nvidia_releases; memory_plan imports gguf_metadata and stack_rules.
 _module_utils("gpu_families")
 _module_utils("nvidia_releases")
@@ -128,6 +129,8 @@ class FilterModule:
             "vllm_weights_bytes": _VLLM.weights_bytes,
             # lsinitramfs loop results | initramfs_stale(conf, conf ctime, wanted) -> kernels whose image to rebuild
             "initramfs_stale": initramfs_stale,
+            # slurp's content | read_stamp -> the stamp's JSON object, {} when missing or torn
+            "read_stamp": _STAMPS.read_stamp,
             # argv | with_run_lock -> argv under flock(1) on the host's run lock (host_guard waits for it)
             "with_run_lock": _RUN_LOCK.with_run_lock,
             # services | gpu_service_unit_files -> each timer unit file: the service + template + dest

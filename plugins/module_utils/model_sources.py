@@ -10,6 +10,7 @@ model is not re-hashed on every run.
 """
 from __future__ import annotations
 
+import hashlib
 import posixpath
 import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence
@@ -140,3 +141,11 @@ def stamp_matches(stamp: Optional[Mapping[str, Any]], sha256: str, size: int, mt
     return (stamp.get("sha256") == sha256 and stamp.get("size") == size
             and stamp.get("mtime_ns") == mtime_ns)
 
+
+def file_sha256(path: str) -> str:
+    """sha256 of a (multi-GB) file, read in 8 MiB blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(8 * 1024 * 1024), b""):
+            digest.update(block)
+    return digest.hexdigest()

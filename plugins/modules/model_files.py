@@ -69,22 +69,25 @@ models:
         - GGUF summary of an up-to-date C(.gguf) file (architecture, block_count, head_count, head_count_kv,
           context_length, quantization and more), else null.
       type: dict
+    partial_bytes:
+      description: Bytes an interrupted download left in C(.partial/<file>.part), which model_download continues.
+      type: int
 free_bytes:
   description: Free bytes on the file system holding the first model's folder.
   returned: always
   type: int
+leftover_partials:
+  description: Files in the models' C(.partial) folders that no listed model's download continues.
+  returned: always
+  type: list
 """
 
-import hashlib
 import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.gguf_metadata import GGUFError, model_summary, read_gguf_metadata
-from ansible.module_utils.model_sources import stamp_matches
-
-HASH_CHUNK = 8 * 1024 * 1024
-
+from ansible.module_utils.model_sources import file_sha256, stamp_matches
 
 def stamp_path(path):
     return os.path.join(os.path.dirname(path), ".stamps", os.path.basename(path) + ".json")
@@ -98,22 +101,46 @@ def read_stamp(path):
         return None
 
 
-def file_sha256(path):
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(HASH_CHUNK), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+def _fsync(path):
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
 
 
 def write_stamp(module, path, sha256, stat):
+    """The stamp certifies the file's bytes: both are on disk before it names them (a power cut
+    between the two leaves a file without a stamp, hashed again, never a stamp without its file)."""
+    _fsync(path)
     target = stamp_path(path)
     os.makedirs(os.path.dirname(target), mode=0o755, exist_ok=True)
     temporary = target + ".tmp"
     with open(temporary, "w") as handle:
         json.dump({"sha256": sha256, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}, handle)
+        handle.flush()
+        os.fsync(handle.fileno())
     os.chmod(temporary, 0o644)
     module.atomic_move(temporary, target)
+    _fsync(os.path.dirname(target))
+
+
+def partial_path(path):
+    """Where model_download keeps the bytes of an unfinished download of path."""
+    return os.path.join(os.path.dirname(path), ".partial", os.path.basename(path) + ".part")
+
+
+def leftover_partials(specs):
+    """Files in the models' .partial folders that no listed model's download continues."""
+    continued = {partial_path(spec["path"]) for spec in specs}
+    leftovers = []
+    for folder in sorted({os.path.join(os.path.dirname(spec["path"]), ".partial") for spec in specs}):
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        leftovers += [os.path.join(folder, name) for name in sorted(names) if os.path.join(folder, name) not in continued]
+    return leftovers
 
 
 def free_bytes(folder):
@@ -134,7 +161,8 @@ def gguf_summary(module, path):
 def check_one(module, spec, record):
     """-> (result dict, whether a stamp was (or in check mode would be) written)."""
     path, wanted = spec["path"], spec["sha256"]
-    result = dict(name=spec["name"], path=path, exists=False, up_to_date=False, size=None, sha256=None, gguf=None)
+    result = dict(name=spec["name"], path=path, exists=False, up_to_date=False, size=None, sha256=None, gguf=None,
+                  partial_bytes=os.path.getsize(partial_path(path)) if os.path.isfile(partial_path(path)) else 0)
     try:
         stat = os.stat(path)
     except FileNotFoundError:
@@ -182,7 +210,8 @@ def main():
         results.append(result)
         changed = changed or wrote
     folder = os.path.dirname(specs[0]["path"]) if specs else "/"
-    module.exit_json(changed=changed, models=results, free_bytes=free_bytes(folder))
+    module.exit_json(changed=changed, models=results, free_bytes=free_bytes(folder),
+                     leftover_partials=leftover_partials(specs))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """HTTP server for the llama_server scenario (tests only), on the container's 127.0.0.1.
 
-Serves a folder (GET and HEAD, with Content-Length). Paths under /hf/ STAND IN
+Serves a folder (GET and HEAD, with Content-Length; a GET with "Range: bytes=N-"
+gets 206 and the rest of the file, as Hugging Face's CDN answers, so that an
+interrupted model download continues). Paths under /hf/ STAND IN
 for Hugging Face (HF_ENDPOINT=http://127.0.0.1:PORT/hf, files at
 /hf/<owner>/<repo>/resolve/<revision>/<file>) and answer 401 unless the request
 carries "Authorization: Bearer TOKEN", as a gated repository does.
@@ -12,6 +14,9 @@ from __future__ import annotations
 
 import functools
 import http.server
+import os
+import re
+import shutil
 import sys
 
 
@@ -27,8 +32,28 @@ class Handler(http.server.SimpleHTTPRequestHandler):
         return False
 
     def do_GET(self):  # noqa: N802 (http.server's name)
-        if self._allowed():
+        if not self._allowed():
+            return
+        wanted = re.fullmatch(r"bytes=(\d+)-", self.headers.get("Range", ""))
+        path = self.translate_path(self.path)
+        if not wanted or not os.path.isfile(path):
             super().do_GET()
+            return
+        size, start = os.path.getsize(path), int(wanted.group(1))
+        if start >= size:
+            self.send_response(416)
+            self.send_header("Content-Range", "bytes */%d" % size)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        self.send_response(206)
+        self.send_header("Content-Type", self.guess_type(path))
+        self.send_header("Content-Range", "bytes %d-%d/%d" % (start, size - 1, size))
+        self.send_header("Content-Length", str(size - start))
+        self.end_headers()
+        with open(path, "rb") as handle:
+            handle.seek(start)
+            shutil.copyfileobj(handle, self.wfile)
 
     def do_HEAD(self):  # noqa: N802
         if self._allowed():

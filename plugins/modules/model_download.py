@@ -1,0 +1,146 @@
+#!/usr/bin/python
+"""Ansible module: download one model file, continuing what a killed run left, sha256 over the whole file."""
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: model_download
+short_description: Download a file, resuming a partial one with HTTP Range, and move it in place once its sha256 matches
+description:
+  - A I(dest) whose sha256 already matches is left alone (hashed, not downloaded again).
+  - Otherwise the bytes go to I(partial_dir)/<name of dest>.part. A partial file from an earlier, interrupted run is
+    continued with C(Range) (plugins/module_utils/resumable_download.py); a server that answers 200 instead of 206
+    is read from the start. The sha256 is taken over the whole file, which is then synced and renamed to I(dest)
+    (same file system). A mismatch removes the partial file and fails.
+  - Holds the host's run lock (C(/run/lock/v100-llm.lock)) while it downloads, so that a run started while a
+    killed run's download still goes on waits for it (role host_guard).
+options:
+  url:
+    description: Where the file is.
+    type: str
+    required: true
+  dest:
+    description: The file's final path.
+    type: path
+    required: true
+  sha256:
+    description: Its sha256 (64 hex digits).
+    type: str
+    required: true
+  partial_dir:
+    description: Folder for partial files, on the same file system as I(dest).
+    type: path
+    required: true
+  headers:
+    description: Request headers (an C(Authorization) token).
+    type: dict
+    default: {}
+  timeout:
+    description: Seconds a connection or read may stall.
+    type: int
+    default: 60
+  validate_certs:
+    description: Check the server's TLS certificate.
+    type: bool
+    default: true
+author:
+  - V100 LLM host toolkit
+"""
+
+EXAMPLES = r"""
+- name: Download a model
+  model_download:
+    url: https://huggingface.co/org/repo/resolve/main/model.gguf
+    dest: /srv/models/model.gguf
+    sha256: "{{ sha }}"
+    partial_dir: /srv/models/.partial
+"""
+
+RETURN = r"""
+resumed_from:
+  description: Bytes the earlier run had left, continued from (0 for a fresh download).
+  returned: always
+  type: int
+size:
+  description: Size of the file in place.
+  returned: always
+  type: int
+"""
+
+import fcntl
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.model_sources import file_sha256
+from ansible.module_utils.resumable_download import continuation, range_header
+from ansible.module_utils.run_lock import RUN_LOCK
+from ansible.module_utils.six.moves.urllib.error import HTTPError
+from ansible.module_utils.urls import open_url
+
+CHUNK = 4 * 1024 * 1024
+
+
+def _fetch(module, part):
+    """Bring part up to the whole file; returns the bytes it started from."""
+    params = module.params
+    size = os.path.getsize(part) if os.path.exists(part) else 0
+    headers = dict(params["headers"], **range_header(size))
+    try:
+        answer = open_url(params["url"], headers=headers, timeout=params["timeout"],
+                          validate_certs=params["validate_certs"])
+        status, content_range = answer.getcode(), answer.headers.get("Content-Range")
+    except HTTPError as error:
+        answer, status, content_range = None, error.code, error.headers.get("Content-Range")
+    how = continuation(size, status, content_range)
+    if how == "complete":
+        return size
+    if how == "error":
+        module.fail_json(msg="%s answered HTTP %s to %s" % (params["url"], status,
+                                                           "a request for bytes %d-" % size if size else "the download"))
+    with open(part, "ab" if how == "append" else "wb") as handle:
+        for block in iter(lambda: answer.read(CHUNK), b""):
+            handle.write(block)
+        handle.flush()
+        os.fsync(handle.fileno())
+    return size if how == "append" else 0
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec={
+            "url": {"type": "str", "required": True},
+            "dest": {"type": "path", "required": True},
+            "sha256": {"type": "str", "required": True},
+            "partial_dir": {"type": "path", "required": True},
+            "headers": {"type": "dict", "default": {}, "no_log": True},
+            "timeout": {"type": "int", "default": 60},
+            "validate_certs": {"type": "bool", "default": True},
+        },
+        supports_check_mode=True,
+    )
+    dest, wanted = module.params["dest"], module.params["sha256"].lower()
+    if os.path.exists(dest) and file_sha256(dest) == wanted:
+        module.exit_json(changed=False, resumed_from=0, size=os.path.getsize(dest))
+    if module.check_mode:
+        module.exit_json(changed=True, resumed_from=0, size=0)
+    part = os.path.join(module.params["partial_dir"], os.path.basename(dest) + ".part")
+    with open(RUN_LOCK, "a") as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        resumed = _fetch(module, part)
+        got = file_sha256(part)
+        if got != wanted:
+            os.remove(part)
+            module.fail_json(msg="%s has sha256 %s, not %s: removed the partial file; the next attempt downloads it "
+                                 "again." % (module.params["url"], got, wanted), resumed_from=resumed)
+        os.chmod(part, 0o644)
+        os.rename(part, dest)
+        directory = os.open(os.path.dirname(dest), os.O_RDONLY)
+        try:
+            os.fsync(directory)
+        finally:
+            os.close(directory)
+    module.exit_json(changed=True, resumed_from=resumed, size=os.path.getsize(dest))
+
+
+if __name__ == "__main__":
+    main()

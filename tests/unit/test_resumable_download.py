@@ -1,0 +1,89 @@
+"""A killed download continues from its partial file (HTTP Range), against the molecule stand-in server."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+from conftest import PROJECT_ROOT
+
+from ansible.module_utils.resumable_download import continuation, range_header
+
+SERVER = PROJECT_ROOT / "molecule" / "shared" / "llama_stand_ins" / "fixture_server.py"
+
+
+def test_the_answer_decides_how_the_partial_file_goes_on():
+    assert range_header(0) == {} and range_header(1024) == {"Range": "bytes=1024-"}
+    assert continuation(1024, 206, "bytes 1024-4095/4096") == "append"
+    # A 206 for another range, or a server that ignores Range, starts over.
+    assert continuation(1024, 206, "bytes 0-4095/4096") == "restart"
+    assert continuation(1024, 200, None) == "restart"
+    assert continuation(4096, 416, "bytes */4096") == "complete"
+    assert continuation(5000, 416, "bytes */4096") == "restart"
+    assert continuation(0, 404, None) == "error"
+
+
+@pytest.fixture(name="server")
+def fixture_server(tmp_path):
+    served = tmp_path / "served"
+    (served / "models").mkdir(parents=True)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen([sys.executable, str(SERVER), str(served), str(port), "token"])
+    for _ in range(50):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            time.sleep(0.1)
+    yield served, "http://127.0.0.1:%d" % port
+    process.kill()
+    process.wait()
+
+
+def run_module(**args):
+    env = dict(os.environ, ANSIBLE_LIBRARY=str(PROJECT_ROOT / "plugins" / "modules"),
+               ANSIBLE_MODULE_UTILS=str(PROJECT_ROOT / "plugins" / "module_utils"), ANSIBLE_LOAD_CALLBACK_PLUGINS="1",
+               ANSIBLE_STDOUT_CALLBACK="json", ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_INVENTORY_UNPARSED_WARNING="0")
+    ansible = os.path.join(os.path.dirname(sys.executable), "ansible")
+    done = subprocess.run([ansible, "localhost", "-c", "local", "-m", "model_download", "-a", json.dumps(args)],
+                          env=env, capture_output=True, text=True, check=False)
+    return json.loads(done.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]
+
+
+def test_a_half_downloaded_file_is_continued_and_hashed_whole(server, tmp_path):
+    served, url = server
+    data = os.urandom(3 * 1024 * 1024 + 17)
+    (served / "models" / "m.gguf").write_bytes(data)
+    partial = tmp_path / "store" / ".partial"
+    partial.mkdir(parents=True)
+    # What a run killed halfway left.
+    (partial / "m.gguf.part").write_bytes(data[: len(data) // 2])
+    args = dict(url=url + "/models/m.gguf", dest=str(tmp_path / "store" / "m.gguf"),
+                sha256=hashlib.sha256(data).hexdigest(), partial_dir=str(partial))
+    result = run_module(**args)
+    assert result["changed"] and result["resumed_from"] == len(data) // 2, result
+    assert (tmp_path / "store" / "m.gguf").read_bytes() == data
+    assert not (partial / "m.gguf.part").exists()
+    # Complete: hashed, not fetched again.
+    assert run_module(**args)["changed"] is False
+
+
+def test_a_partial_file_that_does_not_hash_is_dropped(server, tmp_path):
+    served, url = server
+    data = os.urandom(1024 * 1024)
+    (served / "models" / "m.gguf").write_bytes(data)
+    partial = tmp_path / ".partial"
+    partial.mkdir()
+    # A torn write: the first half is not the file's.
+    (partial / "m.gguf.part").write_bytes(b"\0" * (len(data) // 2))
+    result = run_module(url=url + "/models/m.gguf", dest=str(tmp_path / "m.gguf"),
+                        sha256=hashlib.sha256(data).hexdigest(), partial_dir=str(partial))
+    assert result.get("failed") and "removed the partial file" in result["msg"], result
+    assert not (partial / "m.gguf.part").exists() and not (tmp_path / "m.gguf").exists()
