@@ -50,19 +50,25 @@ def repair_plan(entries: List[Dict[str, object]], audit_text: str, updates_entri
                 fetchable: Dict[str, bool]) -> Dict[str, object]:
     """What to run before any apt task.
 
-    fetchable: "name=version" of each reinstallation-required package -> apt has
-    an archive for it. One it has not is refused, with the command that removes
-    it, before anything runs: removing a package is the owner's decision.
+    A half-installed package or one marked "reinstallation required" that is
+    meant to stay (want "i") is reinstalled at its version; one whose removal
+    was interrupted (want "r" or "p") is removed. fetchable: "name=version"
+    of each to reinstall -> apt has an archive of it. One it has not is
+    refused, with the command that removes it, before anything runs:
+    removing a package the owner meant to keep is the owner's decision.
     """
     broken = [e for e in entries if e["reinstreq"] or e["status"] == "H"]
+    keep = [e for e in broken if e["want"] == "i"]
+    remove = [str(e["name"]) for e in broken if e["want"] in ("r", "p")]
     unfinished = [e for e in entries if e["status"] in CONFIGURABLE]
-    reinstall = ["%s=%s" % (e["name"], e["version"]) for e in broken]
+    reinstall = ["%s=%s" % (e["name"], e["version"]) for e in keep]
     missing = [spec for spec in reinstall if not fetchable.get(spec)]
-    # apt-get refuses to run at all until dpkg's journal is merged, so a
-    # reinstallation starts with it too.
+    # apt-get refuses to run at all until dpkg's journal is merged, so every
+    # repair starts with dpkg --configure -a.
     configure = bool(unfinished or broken or pending_journal(updates_entries) or audit_text.strip())
     reasons = ["%s %s is %s" % (e["name"], e["version"], STATUS_NAMES[e["status"]])
-               + (" (reinstallation required)" if e["reinstreq"] else "") for e in broken + unfinished]
+               + (" (reinstallation required)" if e["reinstreq"] else "")
+               + (" while being removed" if e["want"] in ("r", "p") else "") for e in broken + unfinished]
     if pending_journal(updates_entries):
         reasons.append("/var/lib/dpkg/updates holds an unfinished journal")
     error = ""
@@ -73,5 +79,5 @@ def repair_plan(entries: List[Dict[str, object]], audit_text: str, updates_entri
                  "`dpkg --remove --force-remove-reinstreq %s` (the role that needs it installs it again); "
                  "then re-run. Nothing was changed." % (", ".join(missing), "it" if len(missing) == 1 else "them",
                                                          names))
-    return {"configure": configure, "reinstall": [] if error else reinstall, "reasons": reasons, "error": error,
-            "needed": bool(configure or reinstall)}
+    return {"configure": configure, "reinstall": [] if error else reinstall, "remove": [] if error else remove,
+            "reasons": reasons, "error": error, "needed": bool(configure or reinstall or remove)}

@@ -19,10 +19,13 @@ def with_run_lock(argv: List[str]) -> List[str]:
 
 
 def lock_holders(proc_locks: str, inodes: List[int]) -> List[int]:
-    """PIDs holding a lock (POSIX, FLOCK or OFD) on one of the inodes, from /proc/locks."""
+    """PIDs holding a lock (POSIX, FLOCK or OFD) on one of the inodes, from /proc/locks.
+
+    Lines marked "->" are processes waiting for the lock, not holding it.
+    """
     pids = []
     for line in proc_locks.splitlines():
-        match = re.match(r"^\d+:\s+(?:->\s+)?\S+\s+\S+\s+\S+\s+(-?\d+)\s+[0-9a-f]+:[0-9a-f]+:(\d+)\s", line)
+        match = re.match(r"^\d+:\s+\S+\s+\S+\s+\S+\s+(-?\d+)\s+[0-9a-f]+:[0-9a-f]+:(\d+)\s", line)
         if match and int(match.group(2)) in inodes and int(match.group(1)) > 0:
             pids.append(int(match.group(1)))
     return sorted(set(pids))

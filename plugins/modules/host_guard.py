@@ -102,7 +102,8 @@ def _wait_for_locks(module, wait_seconds):
 
 
 def _dpkg_state(module):
-    _, status, _ = module.run_command(["dpkg-query", "-W", "-f", "${Package} ${Version} ${db:Status-Abbrev}\n"],
+    # binary:Package names Multi-Arch: same packages with their architecture.
+    _, status, _ = module.run_command(["dpkg-query", "-W", "-f", "${binary:Package} ${Version} ${db:Status-Abbrev}\n"],
                                       environ_update=APT_ENV)
     _, audit, _ = module.run_command(["dpkg", "--audit"], environ_update=APT_ENV)
     try:
@@ -112,28 +113,41 @@ def _dpkg_state(module):
     return parse_status(status), audit, updates
 
 
+def _fetchable(module, spec):
+    """apt has an archive of name=version (madison lists package lists only, never dpkg's status)."""
+    name, version = spec.split("=", 1)
+    _, out, _ = module.run_command(["apt-cache", "madison", name], environ_update=APT_ENV)
+    return any(line.split("|")[1].strip() == version for line in out.splitlines() if line.count("|") >= 2)
+
+
 def main():
     module = AnsibleModule(argument_spec={"wait_seconds": {"type": "int", "default": 1800}},
                            supports_check_mode=True)
     waited = _wait_for_locks(module, module.params["wait_seconds"])
     entries, audit, updates = _dpkg_state(module)
-    broken = ["%s=%s" % (e["name"], e["version"]) for e in entries if e["reinstreq"] or e["status"] == "H"]
-    fetchable = {spec: module.run_command(["apt-cache", "show", spec])[0] == 0 for spec in broken}
-    plan = repair_plan(entries, audit, updates, fetchable)
+    broken = ["%s=%s" % (e["name"], e["version"]) for e in entries
+              if (e["reinstreq"] or e["status"] == "H") and e["want"] == "i"]
+    plan = repair_plan(entries, audit, updates, {spec: _fetchable(module, spec) for spec in broken})
     if plan["error"]:
         module.fail_json(msg=plan["error"], reasons=plan["reasons"], waited=waited)
     if not plan["needed"] or module.check_mode:
         module.exit_json(changed=plan["needed"], reasons=plan["reasons"], waited=waited)
-    if plan["configure"]:
-        module.run_command(["dpkg"] + CONFFILES + ["--configure", "-a"], environ_update=APT_ENV, check_rc=True)
+    # As dpkg and apt advise: configure what can be (a package depending on a
+    # broken one fails here, exit status 1, and is configured again below),
+    # finish removals, reinstall, let apt fix dependencies, configure again.
+    dpkg = ["dpkg"] + CONFFILES
+    apt = ["apt-get", "-y", "-q"] + [word for option in CONFFILES for word in ("-o", "Dpkg::Options::=" + option)]
+    module.run_command(dpkg + ["--configure", "-a"], environ_update=APT_ENV)
+    if plan["remove"]:
+        module.run_command(dpkg + ["--remove", "--force-remove-reinstreq"] + plan["remove"], environ_update=APT_ENV)
     if plan["reinstall"]:
-        module.run_command(["apt-get", "install", "-y", "-q", "--reinstall"]
-                           + [word for option in CONFFILES for word in ("-o", "Dpkg::Options::=" + option)] + plan["reinstall"],
-                           environ_update=APT_ENV, check_rc=True)
+        module.run_command(apt + ["install", "--reinstall"] + plan["reinstall"], environ_update=APT_ENV)
+    module.run_command(apt + ["-f", "install"], environ_update=APT_ENV)
+    module.run_command(dpkg + ["--configure", "-a"], environ_update=APT_ENV)
     _, audit, _ = module.run_command(["dpkg", "--audit"], environ_update=APT_ENV)
     if audit.strip():
-        module.fail_json(msg="dpkg --configure -a and the reinstallation left dpkg --audit reporting:\n" + audit,
-                         reasons=plan["reasons"], waited=waited)
+        module.fail_json(msg="dpkg --configure -a, the reinstallation and apt-get -f install left dpkg --audit "
+                             "reporting:\n" + audit, reasons=plan["reasons"], waited=waited)
     module.exit_json(changed=True, reasons=plan["reasons"], waited=waited)
 
 

@@ -75,27 +75,47 @@ from ansible.module_utils.model_sources import file_sha256
 from ansible.module_utils.resumable_download import continuation, range_header
 from ansible.module_utils.run_lock import RUN_LOCK
 from ansible.module_utils.six.moves.urllib.error import HTTPError
+from ansible.module_utils.six.moves.urllib.parse import urljoin, urlparse
 from ansible.module_utils.urls import open_url
 
 CHUNK = 4 * 1024 * 1024
 
 
+def _open(module, url, headers):
+    """GET url, following redirects here: the token goes to the host it was given for, never to another
+    (a Hugging Face /resolve/ URL redirects to its CDN; RFC 9110 section 15.4). Returns (answer, status,
+    Content-Range); answer is None for an error status."""
+    params = module.params
+    for _ in range(10):
+        try:
+            answer = open_url(url, headers=headers, timeout=params["timeout"], validate_certs=params["validate_certs"],
+                              follow_redirects="none")
+            return answer, answer.getcode(), answer.headers.get("Content-Range")
+        except HTTPError as error:
+            location = error.headers.get("Location") if error.code in (301, 302, 303, 307, 308) else None
+            if not location:
+                return None, error.code, error.headers.get("Content-Range")
+            target = urljoin(url, location)
+            if urlparse(target).netloc != urlparse(url).netloc:
+                headers = {name: value for name, value in headers.items() if name.lower() != "authorization"}
+            url = target
+    module.fail_json(msg="%s: more than 10 redirects" % params["url"])
+
+
 def _fetch(module, part):
     """Bring part up to the whole file; returns the bytes it started from."""
-    params = module.params
     size = os.path.getsize(part) if os.path.exists(part) else 0
-    headers = dict(params["headers"], **range_header(size))
-    try:
-        answer = open_url(params["url"], headers=headers, timeout=params["timeout"],
-                          validate_certs=params["validate_certs"])
-        status, content_range = answer.getcode(), answer.headers.get("Content-Range")
-    except HTTPError as error:
-        answer, status, content_range = None, error.code, error.headers.get("Content-Range")
+    headers = dict(module.params["headers"])
+    answer, status, content_range = _open(module, module.params["url"], dict(headers, **range_header(size)))
     how = continuation(size, status, content_range)
     if how == "complete":
         return size
+    if how == "restart" and status != 200:
+        # The partial file is not a prefix of this file: ask for all of it.
+        answer, status, content_range = _open(module, module.params["url"], headers)
+        how = "restart" if status == 200 else "error"
     if how == "error":
-        module.fail_json(msg="%s answered HTTP %s to %s" % (params["url"], status,
+        module.fail_json(msg="%s answered HTTP %s to %s" % (module.params["url"], status,
                                                            "a request for bytes %d-" % size if size else "the download"))
     with open(part, "ab" if how == "append" else "wb") as handle:
         for block in iter(lambda: answer.read(CHUNK), b""):

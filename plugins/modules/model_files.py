@@ -130,9 +130,9 @@ def partial_path(path):
     return os.path.join(os.path.dirname(path), ".partial", os.path.basename(path) + ".part")
 
 
-def leftover_partials(specs):
-    """Files in the models' .partial folders that no listed model's download continues."""
-    continued = {partial_path(spec["path"]) for spec in specs}
+def leftover_partials(specs, results):
+    """Files in the models' .partial folders that no pending download continues (an up-to-date model's too)."""
+    continued = {partial_path(spec["path"]) for spec, result in zip(specs, results) if not result["up_to_date"]}
     leftovers = []
     for folder in sorted({os.path.join(os.path.dirname(spec["path"]), ".partial") for spec in specs}):
         try:
@@ -185,6 +185,9 @@ def check_one(module, spec, record):
             write_stamp(module, path, actual, stat)
         result["sha256"], stamped, wrote = actual, True, True
     result["up_to_date"] = stamped
+    if stamped:
+        # Nothing continues it: model_files reports it as a leftover.
+        result["partial_bytes"] = 0
     if stamped and path.endswith(".gguf"):
         result["gguf"] = gguf_summary(module, path)
     return result, wrote
@@ -211,7 +214,7 @@ def main():
         changed = changed or wrote
     folder = os.path.dirname(specs[0]["path"]) if specs else "/"
     module.exit_json(changed=changed, models=results, free_bytes=free_bytes(folder),
-                     leftover_partials=leftover_partials(specs))
+                     leftover_partials=leftover_partials(specs, results))
 
 
 if __name__ == "__main__":

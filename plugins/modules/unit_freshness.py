@@ -8,7 +8,8 @@ module: unit_freshness
 short_description: Decide from the host which units to start or restart, and whether systemd must reload
 description:
   - For each unit, compares when systemd last started it (C(InactiveExitTimestamp), read over D-Bus with
-    C(busctl) at microsecond precision) with the change time (ctime) of its unit file, its drop-ins and the
+    C(busctl) at microsecond precision; without a system bus, C(InactiveExitTimestampMonotonic) from
+    C(systemctl show), converted) with the change time (ctime) of its unit file, its drop-ins and the
     I(inputs) it reads, and returns C(restart) for a running (or still starting) unit that started before one of
     them changed, C(start) for a stopped one that should run, else C(none)
     (plugins/module_utils/unit_freshness.py).
@@ -72,7 +73,8 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.unit_freshness import needs_daemon_reload, unit_action, unit_object_path
 
-SHOWN = ["LoadState", "ActiveState", "NeedDaemonReload", "FragmentPath", "DropInPaths"]
+SHOWN = ["LoadState", "ActiveState", "NeedDaemonReload", "FragmentPath", "DropInPaths",
+         "InactiveExitTimestampMonotonic"]
 
 
 def _properties(module, name):
@@ -84,8 +86,15 @@ def _properties(module, name):
     rc, out, err = module.run_command(
         ["busctl", "get-property", "org.freedesktop.systemd1", unit_object_path(name),
          "org.freedesktop.systemd1.Unit", "InactiveExitTimestamp"])
-    # "t 1764590000123456"; a unit systemd cannot load has no object.
-    props["started_us"] = int(out.split()[1]) if rc == 0 and out.startswith("t ") else 0
+    if rc == 0 and out.startswith("t "):
+        # "t 1764590000123456": systemd's own realtime clock at the start.
+        props["started_us"] = int(out.split()[1])
+    else:
+        # No system bus (a minimal host without dbus): systemctl reaches systemd
+        # over its private socket; convert the monotonic start to realtime.
+        monotonic = int(props.get("InactiveExitTimestampMonotonic") or 0)
+        props["started_us"] = (time.clock_gettime_ns(time.CLOCK_REALTIME) // 1000
+                               - (time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000 - monotonic)) if monotonic else 0
     return props
 
 

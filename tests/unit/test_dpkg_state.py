@@ -42,7 +42,7 @@ def test_a_package_apt_cannot_fetch_again_is_refused_before_anything_runs():
 def test_a_sound_dpkg_needs_nothing():
     sound = "apt 2.6.1 ii \nbash 5.2.15-2+b13 ii \nnvidia-driver  un \n"
     plan = repair_plan(parse_status(sound), "", ["tmp.i"], {})
-    assert plan == {"configure": False, "reinstall": [], "reasons": [], "error": "", "needed": False}
+    assert plan == {"configure": False, "reinstall": [], "remove": [], "reasons": [], "error": "", "needed": False}
     assert not pending_journal(["tmp.i"]) and pending_journal(["0000"])
 
 
@@ -55,3 +55,11 @@ def test_the_holders_of_dpkg_locks_are_named():
 
 def test_long_steps_run_under_the_host_lock():
     assert with_run_lock(["cmake", "--build", "b"]) == ["flock", RUN_LOCK, "cmake", "--build", "b"]
+
+
+def test_an_interrupted_removal_is_finished_not_reinstalled():
+    entries = parse_status("old-driver 1.0 rHR\nmultiarch:amd64 2.0 iF \n")
+    plan = repair_plan(entries, "", [], {})
+    assert plan["remove"] == ["old-driver"] and plan["reinstall"] == [] and plan["error"] == ""
+    assert "old-driver 1.0 is half-installed (reinstallation required) while being removed" in plan["reasons"]
+    assert entries[1]["name"] == "multiarch:amd64"

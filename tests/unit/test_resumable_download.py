@@ -87,3 +87,17 @@ def test_a_partial_file_that_does_not_hash_is_dropped(server, tmp_path):
                         sha256=hashlib.sha256(data).hexdigest(), partial_dir=str(partial))
     assert result.get("failed") and "removed the partial file" in result["msg"], result
     assert not (partial / "m.gguf.part").exists() and not (tmp_path / "m.gguf").exists()
+
+
+def test_a_partial_file_longer_than_the_file_is_started_over(server, tmp_path):
+    # The server answers 416 "bytes */SIZE": the partial file is not a prefix of this file.
+    served, url = server
+    data = os.urandom(512 * 1024)
+    (served / "models" / "m.gguf").write_bytes(data)
+    partial = tmp_path / ".partial"
+    partial.mkdir()
+    (partial / "m.gguf.part").write_bytes(os.urandom(len(data) + 100))
+    result = run_module(url=url + "/models/m.gguf", dest=str(tmp_path / "m.gguf"),
+                        sha256=hashlib.sha256(data).hexdigest(), partial_dir=str(partial))
+    assert result["changed"] and result["resumed_from"] == 0, result
+    assert (tmp_path / "m.gguf").read_bytes() == data

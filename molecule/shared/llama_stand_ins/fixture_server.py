@@ -8,7 +8,10 @@ for Hugging Face (HF_ENDPOINT=http://127.0.0.1:PORT/hf, files at
 /hf/<owner>/<repo>/resolve/<revision>/<file>) and answer 401 unless the request
 carries "Authorization: Bearer TOKEN", as a gated repository does.
 
-    fixture_server.py FOLDER PORT TOKEN
+    fixture_server.py FOLDER PORT TOKEN [BYTES_PER_SECOND]
+
+BYTES_PER_SECOND slows every GET body down to that rate (the kill harness,
+tests/kill, kills a model download halfway).
 """
 from __future__ import annotations
 
@@ -18,10 +21,21 @@ import os
 import re
 import shutil
 import sys
+import time
 
 
 class Handler(http.server.SimpleHTTPRequestHandler):
     token = ""
+    rate = 0
+
+    def copyfile(self, source, outputfile):
+        if not self.rate:
+            shutil.copyfileobj(source, outputfile)
+            return
+        block = max(1, self.rate // 10)
+        for chunk in iter(lambda: source.read(block), b""):
+            outputfile.write(chunk)
+            time.sleep(0.1)
 
     def _allowed(self) -> bool:
         if not self.path.startswith("/hf/"):
@@ -53,7 +67,7 @@ class Handler(http.server.SimpleHTTPRequestHandler):
         self.end_headers()
         with open(path, "rb") as handle:
             handle.seek(start)
-            shutil.copyfileobj(handle, self.wfile)
+            self.copyfile(handle, self.wfile)
 
     def do_HEAD(self):  # noqa: N802
         if self._allowed():
@@ -62,7 +76,8 @@ class Handler(http.server.SimpleHTTPRequestHandler):
 
 def main() -> None:
     folder, port, token = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-    handler = functools.partial(type("TokenHandler", (Handler,), {"token": token}), directory=folder)
+    rate = int(sys.argv[4]) if len(sys.argv) > 4 else 0
+    handler = functools.partial(type("TokenHandler", (Handler,), {"token": token, "rate": rate}), directory=folder)
     http.server.ThreadingHTTPServer(("127.0.0.1", port), handler).serve_forever()
 
 

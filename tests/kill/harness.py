@@ -1,0 +1,199 @@
+#!/usr/bin/env python3
+"""Kill harness: interrupt the llama.cpp stage at chosen tasks, re-run, and compare the host with a clean run.
+
+Starts every point from the same committed container image (scripts/test
+commits the demo's end state), changes a setting as a user would (a new API
+key, a new build, a new model, a new context size and restart time), and
+runs playbooks/llama_cpp.yml with the kill_at callback: the controller dies
+with SIGKILL at the start of the named task (or that many seconds into it),
+and with a power cut the container is `docker kill`ed first and started again
+(every process in it dies; files already written to the kernel stay, so a
+torn write is injected instead, as a truncated stamp). Then it re-runs until
+a run succeeds (at most 3), runs once more (changed=0 required), and compares
+tests/kill/host_state.py's picture of the host with that of a clean run of the
+same setting from the same image.
+
+    tests/kill/harness.py [--image IMAGE] [--only NAME ...]
+"""
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+CONTAINER = "v100-kill"
+DEMO_KEY = "demo-key-not-a-secret"
+ROTATED_KEY = "rotated-key-not-a-secret"
+MODEL = {"name": "smollm2", "url": "http://127.0.0.1:8767/models/SmolLM2-135M-Instruct.Q4_1.gguf",
+         "sha256": "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"}
+# The same file from the second, slow stand-in server (8768): about 10 s for its ~90 MB.
+SLOW_MODEL = dict(MODEL, name="smollm2-slow", url=MODEL["url"].replace("8767", "8768"), file="smollm2-slow.gguf")
+
+SETTINGS = {
+    "key": {"llama_server_api_key": ROTATED_KEY},
+    "build": {"llama_cpp_version": "killharness"},
+    "model": {"models_list": [MODEL, SLOW_MODEL],
+              "llama_server_instances": [{"name": "demo", "model": "smollm2-slow", "port": 8080, "ctx_size": 2048}]},
+    "unit": {"llama_server_instances": [{"name": "demo", "model": "smollm2", "port": 8080, "ctx_size": 1024}],
+             "llama_server_restart_schedule": "*-*-* 05:00:00"},
+    "torn": {},
+}
+
+# name, setting, task the controller dies at (its name or the start of it), seconds into it, power cut.
+POINTS = [
+    ("key file write", "key", "Write the API key files", 0, False),
+    ("key written, restart owed", "key", "Remove the key files of instances without a key", 0, False),
+    ("llama.cpp configure", "build", "Configure with CMake", 0, False),
+    ("llama.cpp build (cmake keeps running)", "build", "Build llama-server", 5, False),
+    ("switch of current", "build", "Point current at", 0, False),
+    ("model download at half (it keeps running)", "model", "Download the files", 5, False),
+    ("unit write", "unit", "Write the units", 0, False),
+    ("unit written, restart owed", "unit", "Write their sandbox, device-node unit and timers", 0, False),
+    ("timers", "unit", "Write the health-check and scheduled-restart units", 0, False),
+    ("service start while the model loads", "unit", "Start what should run", 1, False),
+    ("power cut during the build", "build", "Build llama-server", 10, True),
+    ("power cut mid-download", "model", "Download the files", 5, True),
+    ("power cut after a unit write, before its restart", "unit", "Write their sandbox, device-node unit and timers", 0,
+     True),
+    ("torn stamps after a power cut", "torn", "", 0, False),
+]
+
+
+def sh(*argv, check=True, **kwargs):
+    return subprocess.run(argv, check=check, text=True, capture_output=True, **kwargs)
+
+
+def start_container(image):
+    sh("docker", "rm", "-f", CONTAINER, check=False)
+    sh("docker", "run", "-d", "--name", CONTAINER, "--hostname", CONTAINER, "--tmpfs", "/run", "--tmpfs", "/run/lock",
+       "--tmpfs", "/tmp", "-v", "/sys/fs/cgroup:/sys/fs/cgroup:ro", "--stop-signal", "SIGRTMIN+3", image,
+       "/lib/systemd/systemd")
+    boot()
+
+
+def boot():
+    """Wait for systemd, then serve the stand-ins (transient units do not survive a restart)."""
+    sh("docker", "exec", CONTAINER, "systemctl", "is-system-running", "--wait", check=False)
+    for port, rate in (("8767", []), ("8768", ["9000000"])):
+        sh("docker", "exec", CONTAINER, "systemd-run", "--unit=fixture-%s" % port, "/usr/bin/python3",
+           "/opt/fixture_server.py", "/opt/llama-cpp-fixture", port, "hf_test_token_not_a_secret", *rate, check=False)
+    sh("docker", "exec", CONTAINER, "sh", "-c",
+       "for i in $(seq 50); do curl -sf -o /dev/null http://127.0.0.1:8768/models/ && exit 0; sleep 0.2; done")
+
+
+def inventory(folder):
+    """An inventory folder (every file in it is read as inventory) for the container."""
+    folder.mkdir()
+    (folder / "group_vars").mkdir()
+    (folder / "group_vars" / "all.yml").symlink_to(ROOT / "inventories" / "demo" / "group_vars" / "all" / "main.yml")
+    (folder / "hosts.yml").write_text("all:\n  hosts:\n    %s:\n      ansible_connection: community.docker.docker\n"
+                                      % CONTAINER)
+    return folder
+
+
+def playbook(inv, setting, kill=None):
+    """Run the llama.cpp stage; returns (rc, changed, seconds, output tail)."""
+    extra = inv.parent / ("vars-%s.json" % setting)
+    extra.write_text(json.dumps(SETTINGS[setting]))
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"))
+    if kill:
+        task, after, power = kill
+        env.update(ANSIBLE_CALLBACK_PLUGINS=str(HERE / "callback_plugins"), ANSIBLE_CALLBACKS_ENABLED="kill_at",
+                   KILL_AT_TASK=task, KILL_AFTER=str(after), KILL_POWER=CONTAINER if power else "")
+    started = time.monotonic()
+    # Output to a file, and wait for the controller only: its workers, and
+    # what they started on the host, outlive a kill, as they do over SSH.
+    log = inv.parent / "run.log"
+    with open(log, "w") as output:
+        rc = subprocess.Popen(["ansible-playbook", "-i", str(inv), str(ROOT / "playbooks" / "llama_cpp.yml"),
+                               "-e", "@" + str(extra)], cwd=ROOT, env=env, stdout=output,
+                              stderr=subprocess.STDOUT).wait()
+    took, text = time.monotonic() - started, log.read_text(errors="replace")
+    recap = re.search(r"%s\s*:\s*ok=\d+\s+changed=(\d+)" % CONTAINER, text)
+    return rc, int(recap.group(1)) if recap else None, took, text[-3000:]
+
+
+def host_state():
+    script = (HERE / "host_state.py").read_text()
+    done = sh("docker", "exec", "-i", CONTAINER, "python3", "-", DEMO_KEY, ROTATED_KEY, input=script)
+    return json.loads(done.stdout)
+
+
+def converge(inv, setting):
+    """Runs until one succeeds (at most 3), then once more; returns (runs, seconds, changed of the last, tail)."""
+    runs, seconds = 0, 0.0
+    for _ in range(3):
+        rc, _, took, tail = playbook(inv, setting)
+        runs, seconds = runs + 1, seconds + took
+        if rc == 0:
+            break
+    else:
+        return runs, seconds, None, tail
+    rc, changed, _, tail = playbook(inv, setting)
+    return runs, seconds, changed if rc == 0 else None, tail
+
+
+def diff(expected, got):
+    return "\n".join(difflib.unified_diff(json.dumps(expected, indent=1, sort_keys=True).splitlines(),
+                                          json.dumps(got, indent=1, sort_keys=True).splitlines(),
+                                          "clean run", "after the kill", lineterm=""))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--image", default="local/v100-kill-base")
+    parser.add_argument("--only", nargs="*")
+    args = parser.parse_args()
+    points = [p for p in POINTS if not args.only or p[0] in args.only or p[1] in args.only]
+    failures, rows, clean = [], [], {}
+    with tempfile.TemporaryDirectory() as folder:
+        inv = inventory(Path(folder) / "inventory")
+        for setting in dict.fromkeys(p[1] for p in points):
+            start_container(args.image)
+            runs, seconds, changed, tail = converge(inv, setting)
+            if changed != 0:
+                sys.exit("clean run of setting %r failed or did not settle (changed=%s):\n%s" % (setting, changed, tail))
+            clean[setting] = host_state()
+            print("clean run of %-5s %5.0fs" % (setting, seconds), flush=True)
+        for name, setting, task, after, power in points:
+            start_container(args.image)
+            if setting == "torn":
+                # What a power cut can leave that docker kill cannot: stamps cut short.
+                sh("docker", "exec", CONTAINER, "sh", "-c",
+                   "truncate -s 17 /opt/llama.cpp/current/build-stamp.json /srv/models/.stamps/*.json")
+                killed = "stamps truncated"
+            else:
+                rc, _, took, _ = playbook(inv, setting, kill=(task, after, power))
+                killed = "%s at %r +%ds after %.0fs (rc %s)" % ("power cut" if power else "SIGKILL", task, after, took, rc)
+                if power:
+                    sh("docker", "start", CONTAINER)
+                    boot()
+            problems = [] if setting == "torn" or rc == -9 else ["the run was not killed (rc %s): is %r a task of the "
+                                                                 "stage?" % (rc, task)]
+            runs, seconds, changed, tail = converge(inv, setting)
+            state = host_state()
+            if changed != 0:
+                problems.append("the run after the repair reported changed=%s\n%s" % (changed, tail))
+            if state != clean[setting]:
+                problems.append(diff(clean[setting], state))
+            rows.append((name, killed, "%d run(s), %.0fs" % (runs, seconds), "ok" if not problems else "FAILED"))
+            print("%-50s %-75s %-18s %s" % rows[-1], flush=True)
+            failures += ["%s:\n%s" % (name, problem) for problem in problems]
+    sh("docker", "rm", "-f", CONTAINER, check=False)
+    if failures:
+        print("\n\n".join(failures), file=sys.stderr)
+        sys.exit(1)
+    print("all %d points end as a clean run does" % len(points))
+
+
+if __name__ == "__main__":
+    main()
