@@ -16,6 +16,10 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Mapping
 
+import yaml
+
+ROLES = Path(__file__).resolve().parents[2] / "roles"
+
 
 def _module_utils(name: str) -> Any:
     path = Path(__file__).resolve().parents[1] / "module_utils" / (name + ".py")
@@ -55,6 +59,22 @@ def cuda_toolkit_default(facts: Mapping[str, Any], branch: Any) -> str:
                                   distribution_version=facts.get("distribution_version", ""),
                                   nvidia_driver_branch=str(branch), cuda_toolkit_version="")
     return _RULES.resolve_cuda_toolkit(request)
+
+
+def role_default(name: str) -> Any:
+    """'vllm_dtype' | role_default -> its default in the defaults/main.yml of the role it is prefixed with.
+
+    For a role that reads another role's variable where that role may not be
+    in the play (preflight checks the whole stack first): the default has
+    one owner and no copies.
+    """
+    for role in sorted((p.name for p in ROLES.iterdir()), key=len, reverse=True):
+        if name.startswith(role + "_"):
+            with open(ROLES / role / "defaults" / "main.yml", encoding="utf-8") as handle:
+                defaults = yaml.safe_load(handle) or {}
+            if name in defaults:
+                return defaults[name]
+    raise KeyError("no role's defaults/main.yml has %s" % name)
 
 
 def vllm_memory_plan(shape: Mapping[str, Any], *args: Any) -> Dict[str, Any]:
@@ -102,6 +122,8 @@ class FilterModule:
             # "...release 12.4, V12.4.131..." | nvcc_release -> "12.4" (None when absent)
             "nvcc_release": _CUDA.nvcc_release,
             "cuda_toolkit_default": cuda_toolkit_default,
+            # 'vllm_dtype' | role_default -> the default of the role the name is prefixed with
+            "role_default": role_default,
             # apt-get indextargets output | debian_missing_components(release, own_files) -> [{suite, components}]
             "debian_missing_components": _DEBIAN.missing_components,
             "llama_cpp_build_plan": llama_cpp_build_plan,

@@ -46,6 +46,15 @@ def pending_journal(updates_entries: List[str]) -> bool:
     return any(re.fullmatch(r"\d+", name) for name in updates_entries)
 
 
+def _broken(entries: List[Dict[str, object]]) -> List[Dict[str, object]]:
+    return [e for e in entries if e["reinstreq"] or e["status"] == "H"]
+
+
+def reinstall_specs(entries: List[Dict[str, object]]) -> List[str]:
+    """name=version of each half-installed (or reinstallation-required) package meant to stay installed."""
+    return ["%s=%s" % (e["name"], e["version"]) for e in _broken(entries) if e["want"] == "i"]
+
+
 def repair_plan(entries: List[Dict[str, object]], audit_text: str, updates_entries: List[str],
                 fetchable: Dict[str, bool]) -> Dict[str, object]:
     """What to run before any apt task.
@@ -57,11 +66,10 @@ def repair_plan(entries: List[Dict[str, object]], audit_text: str, updates_entri
     refused, with the command that removes it, before anything runs:
     removing a package the owner meant to keep is the owner's decision.
     """
-    broken = [e for e in entries if e["reinstreq"] or e["status"] == "H"]
-    keep = [e for e in broken if e["want"] == "i"]
+    broken = _broken(entries)
     remove = [str(e["name"]) for e in broken if e["want"] in ("r", "p")]
     unfinished = [e for e in entries if e["status"] in CONFIGURABLE]
-    reinstall = ["%s=%s" % (e["name"], e["version"]) for e in keep]
+    reinstall = reinstall_specs(entries)
     missing = [spec for spec in reinstall if not fetchable.get(spec)]
     # apt-get refuses to run at all until dpkg's journal is merged, so every
     # repair starts with dpkg --configure -a.

@@ -44,7 +44,7 @@ import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.dpkg_state import parse_status, repair_plan
+from ansible.module_utils.dpkg_state import parse_status, reinstall_specs, repair_plan
 from ansible.module_utils.run_lock import RUN_LOCK, lock_holders
 
 DPKG_LOCKS = ["/var/lib/dpkg/lock-frontend", "/var/lib/dpkg/lock"]
@@ -125,9 +125,8 @@ def main():
                            supports_check_mode=True)
     waited = _wait_for_locks(module, module.params["wait_seconds"])
     entries, audit, updates = _dpkg_state(module)
-    broken = ["%s=%s" % (e["name"], e["version"]) for e in entries
-              if (e["reinstreq"] or e["status"] == "H") and e["want"] == "i"]
-    plan = repair_plan(entries, audit, updates, {spec: _fetchable(module, spec) for spec in broken})
+    plan = repair_plan(entries, audit, updates,
+                       {spec: _fetchable(module, spec) for spec in reinstall_specs(entries)})
     if plan["error"]:
         module.fail_json(msg=plan["error"], reasons=plan["reasons"], waited=waited)
     if not plan["needed"] or module.check_mode:

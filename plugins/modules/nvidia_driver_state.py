@@ -61,6 +61,10 @@ other_branch:
       those of the branch outside I(keep) at another upstream version than I(anchor).
   returned: always
   type: list
+simulated_installs:
+  description: Packages an install of I(packages) would install, upgrade or downgrade, as C(name version).
+  returned: always
+  type: list
 simulated_foreign_branch:
   description: Packages an install of I(packages) would bring from another branch, as C(name version).
   returned: always
@@ -145,6 +149,7 @@ def main() -> None:
         installed=["%s %s" % item for item in installed
                    if item[0] not in BRANCH_INDEPENDENT and not item[0].startswith(KERNEL_VERSIONED_PREFIX)],
         other_branch=other_branch,
+        simulated_installs=["%s %s" % item for item in simulated],
         simulated_foreign_branch=foreign_branch_installs(simulated, branch),
         simulated_open_flavor=open_flavor_installs(simulated),
         simulation_error=simulation_error,

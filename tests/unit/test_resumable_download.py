@@ -57,47 +57,37 @@ def run_module(**args):
     return json.loads(done.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]
 
 
-def test_a_half_downloaded_file_is_continued_and_hashed_whole(server, tmp_path):
+def download_after(server, folder, size, partial):
+    """Serve SIZE random bytes, leave PARTIAL (bytes, or a function of the file's bytes) as a killed run would,
+    and run the module; returns (the file's bytes, the module's arguments, its result)."""
     served, url = server
-    data = os.urandom(3 * 1024 * 1024 + 17)
+    data = os.urandom(size)
     (served / "models" / "m.gguf").write_bytes(data)
-    partial = tmp_path / "store" / ".partial"
-    partial.mkdir(parents=True)
-    # What a run killed halfway left.
-    (partial / "m.gguf.part").write_bytes(data[: len(data) // 2])
-    args = dict(url=url + "/models/m.gguf", dest=str(tmp_path / "store" / "m.gguf"),
-                sha256=hashlib.sha256(data).hexdigest(), partial_dir=str(partial))
-    result = run_module(**args)
+    (folder / ".partial").mkdir(parents=True)
+    (folder / ".partial" / "m.gguf.part").write_bytes(partial(data) if callable(partial) else partial)
+    args = dict(url=url + "/models/m.gguf", dest=str(folder / "m.gguf"), sha256=hashlib.sha256(data).hexdigest(),
+                partial_dir=str(folder / ".partial"))
+    return data, args, run_module(**args)
+
+
+def test_a_half_downloaded_file_is_continued_and_hashed_whole(server, tmp_path):
+    data, args, result = download_after(server, tmp_path, 3 * 1024 * 1024 + 17, lambda data: data[: len(data) // 2])
     assert result["changed"] and result["resumed_from"] == len(data) // 2, result
-    assert (tmp_path / "store" / "m.gguf").read_bytes() == data
-    assert not (partial / "m.gguf.part").exists()
+    assert (tmp_path / "m.gguf").read_bytes() == data
+    assert not (tmp_path / ".partial" / "m.gguf.part").exists()
     # Complete: hashed, not fetched again.
     assert run_module(**args)["changed"] is False
 
 
 def test_a_partial_file_that_does_not_hash_is_dropped(server, tmp_path):
-    served, url = server
-    data = os.urandom(1024 * 1024)
-    (served / "models" / "m.gguf").write_bytes(data)
-    partial = tmp_path / ".partial"
-    partial.mkdir()
     # A torn write: the first half is not the file's.
-    (partial / "m.gguf.part").write_bytes(b"\0" * (len(data) // 2))
-    result = run_module(url=url + "/models/m.gguf", dest=str(tmp_path / "m.gguf"),
-                        sha256=hashlib.sha256(data).hexdigest(), partial_dir=str(partial))
+    _, _, result = download_after(server, tmp_path, 1024 * 1024, b"\0" * (512 * 1024))
     assert result.get("failed") and "removed the partial file" in result["msg"], result
-    assert not (partial / "m.gguf.part").exists() and not (tmp_path / "m.gguf").exists()
+    assert not (tmp_path / ".partial" / "m.gguf.part").exists() and not (tmp_path / "m.gguf").exists()
 
 
 def test_a_partial_file_longer_than_the_file_is_started_over(server, tmp_path):
     # The server answers 416 "bytes */SIZE": the partial file is not a prefix of this file.
-    served, url = server
-    data = os.urandom(512 * 1024)
-    (served / "models" / "m.gguf").write_bytes(data)
-    partial = tmp_path / ".partial"
-    partial.mkdir()
-    (partial / "m.gguf.part").write_bytes(os.urandom(len(data) + 100))
-    result = run_module(url=url + "/models/m.gguf", dest=str(tmp_path / "m.gguf"),
-                        sha256=hashlib.sha256(data).hexdigest(), partial_dir=str(partial))
+    data, _, result = download_after(server, tmp_path, 512 * 1024, os.urandom(512 * 1024 + 100))
     assert result["changed"] and result["resumed_from"] == 0, result
     assert (tmp_path / "m.gguf").read_bytes() == data
