@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""Kill harness: interrupt the llama.cpp stage at chosen tasks, re-run, and compare the host with a clean run.
+"""Kill harness: interrupt a stage at chosen tasks, re-run, and compare the host with a clean run.
 
-Starts every point from the same committed container image (scripts/test
-commits the demo's end state), changes a setting as a user would (a new API
-key, a new build, a new model, a new context size and restart time), and
-runs playbooks/llama_cpp.yml with the kill_at callback: the controller dies
+Starts every point of a stage from the same committed container image: for
+the llama.cpp stage the demo's end state (scripts/test commits it), for the
+driver stage a host with the GPU stand-ins and the fixture repository that
+stands in for NVIDIA's (tests/kill/driver-base.yml, built here). It changes a
+setting as a user would (a new API key, build, model, context size and
+restart time; the driver, toolkit and repository on a fresh host), and runs
+the stage's playbook with the kill_at callback: the controller dies
 with SIGKILL at the start of the named task (or that many seconds into it),
 and with a power cut the container is `docker kill`ed first and started again
 (every process in it dies; files already written to the kernel stay, so a
@@ -13,7 +16,7 @@ a run succeeds (at most 3), runs once more (changed=0 required), and compares
 tests/kill/host_state.py's picture of the host with that of a clean run of the
 same setting from the same image.
 
-    tests/kill/harness.py [--image IMAGE] [--only NAME ...]
+    tests/kill/harness.py [--only NAME-OR-SETTING ...]
 """
 from __future__ import annotations
 
@@ -38,7 +41,18 @@ MODEL = {"name": "smollm2", "url": "http://127.0.0.1:8767/models/SmolLM2-135M-In
 # The same file from the second, slow stand-in server (8768): about 10 s for its ~90 MB.
 SLOW_MODEL = dict(MODEL, name="smollm2-slow", url=MODEL["url"].replace("8767", "8768"), file="smollm2-slow.gguf")
 
+# The driver stage against the fixture repository, through the variables a
+# mirror user sets (the key's fingerprint is read from the image).
+FIXTURE_REPO = {"nvidia_cuda_repo_url": "http://127.0.0.1:8765/",
+                "nvidia_cuda_repo_key_url": "http://127.0.0.1:8765/repo-key.asc",
+                # The container runs the CI machine's kernel; the stand-in DKMS package builds nothing.
+                "nvidia_driver_kernel_packages": ["linux-headers-amd64"], "nvidia_driver_verify_dkms_build": False,
+                "nvidia_driver_branch": 550, "cuda_toolkit_version": "12.4"}
+STAGES = {"llama_cpp": {"playbook": "llama_cpp.yml", "image": "local/v100-kill-base"},
+          "driver": {"playbook": "driver.yml", "image": "local/v100-kill-driver-base"}}
+
 SETTINGS = {
+    "driver": FIXTURE_REPO,
     "key": {"llama_server_api_key": ROTATED_KEY},
     "build": {"llama_cpp_version": "killharness"},
     "model": {"models_list": [MODEL, SLOW_MODEL],
@@ -50,6 +64,12 @@ SETTINGS = {
 
 # name, setting, task the controller dies at (its name or the start of it), seconds into it, power cut.
 POINTS = [
+    ("repository key write", "driver", "Install the checked key as the repository's keyring", 0, False),
+    ("sources written, lists not read", "driver", "Refresh apt's lists for the repository", 0, False),
+    ("driver install (apt keeps running)", "driver", "Install the driver", 3, False),
+    ("driver installed, not held", "driver", "Hold the driver packages", 0, False),
+    ("toolkit install", "driver", "Install cuda-toolkit-12-4", 1, False),
+    ("power cut during dpkg's configure (DKMS)", "driver", "Install the driver", 10, True),
     ("key file write", "key", "Write the API key files", 0, False),
     ("key written, restart owed", "key", "Remove the key files of instances without a key", 0, False),
     ("llama.cpp configure", "build", "Configure with CMake", 0, False),
@@ -81,13 +101,34 @@ def start_container(image):
 
 
 def boot():
-    """Wait for systemd, then serve the stand-ins (transient units do not survive a restart)."""
+    """Wait for systemd, then serve the image's stand-ins (transient units do not survive a restart)."""
     sh("docker", "exec", CONTAINER, "systemctl", "is-system-running", "--wait", check=False)
-    for port, rate in (("8767", []), ("8768", ["9000000"])):
-        sh("docker", "exec", CONTAINER, "systemd-run", "--unit=fixture-%s" % port, "/usr/bin/python3",
-           "/opt/fixture_server.py", "/opt/llama-cpp-fixture", port, "hf_test_token_not_a_secret", *rate, check=False)
+    if sh("docker", "exec", CONTAINER, "test", "-d", "/opt/fixture-cuda-repo/repo", check=False).returncode == 0:
+        sh("docker", "exec", CONTAINER, "systemd-run", "--unit=fixture-cuda-repo", "/usr/bin/python3", "-m",
+           "http.server", "8765", "--bind", "127.0.0.1", "--directory", "/opt/fixture-cuda-repo/repo", check=False)
+        url = "http://127.0.0.1:8765/InRelease"
+    else:
+        for port, rate in (("8767", []), ("8768", ["9000000"])):
+            sh("docker", "exec", CONTAINER, "systemd-run", "--unit=fixture-%s" % port, "/usr/bin/python3",
+               "/opt/fixture_server.py", "/opt/llama-cpp-fixture", port, "hf_test_token_not_a_secret", *rate,
+               check=False)
+        url = "http://127.0.0.1:8768/models/"
     sh("docker", "exec", CONTAINER, "sh", "-c",
-       "for i in $(seq 50); do curl -sf -o /dev/null http://127.0.0.1:8768/models/ && exit 0; sleep 0.2; done")
+       "for i in $(seq 50); do curl -sf -o /dev/null %s && exit 0; sleep 0.2; done" % url)
+
+
+def make_driver_image():
+    """The driver stage's starting host (tests/kill/driver-base.yml), committed as STAGES["driver"]["image"]."""
+    start_container("local/v100-debian12-systemd:latest")
+    with tempfile.TemporaryDirectory() as folder:
+        inv = Path(folder) / "hosts.yml"
+        inv.write_text("all:\n  hosts:\n    %s:\n      ansible_connection: community.docker.docker\n" % CONTAINER)
+        env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), MOLECULE_PROJECT_DIRECTORY=str(ROOT))
+        done = subprocess.run(["ansible-playbook", "-i", str(inv), str(HERE / "driver-base.yml")], cwd=ROOT, env=env,
+                              text=True, capture_output=True, check=False)
+    if done.returncode:
+        sys.exit("tests/kill/driver-base.yml failed:\n" + done.stdout[-3000:])
+    sh("docker", "commit", CONTAINER, STAGES["driver"]["image"])
 
 
 def inventory(folder):
@@ -100,10 +141,18 @@ def inventory(folder):
     return folder
 
 
+def stage(setting):
+    return "driver" if setting == "driver" else "llama_cpp"
+
+
 def playbook(inv, setting, kill=None):
-    """Run the llama.cpp stage; returns (rc, changed, seconds, output tail)."""
+    """Run the setting's stage; returns (rc, changed, seconds, its output)."""
     extra = inv.parent / ("vars-%s.json" % setting)
-    extra.write_text(json.dumps(SETTINGS[setting]))
+    settings = dict(SETTINGS[setting])
+    if stage(setting) == "driver":
+        settings["nvidia_cuda_repo_key_fingerprint"] = sh(
+            "docker", "exec", CONTAINER, "cat", "/opt/fixture-cuda-repo/repo-key.fingerprint").stdout.strip()
+    extra.write_text(json.dumps(settings))
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"))
     if kill:
         task, after, power = kill
@@ -114,12 +163,23 @@ def playbook(inv, setting, kill=None):
     # what they started on the host, outlive a kill, as they do over SSH.
     log = inv.parent / "run.log"
     with open(log, "w") as output:
-        rc = subprocess.Popen(["ansible-playbook", "-i", str(inv), str(ROOT / "playbooks" / "llama_cpp.yml"),
+        rc = subprocess.Popen(["ansible-playbook", "-i", str(inv), str(ROOT / "playbooks" / STAGES[stage(setting)]["playbook"]),
                                "-e", "@" + str(extra)], cwd=ROOT, env=env, stdout=output,
                               stderr=subprocess.STDOUT).wait()
     took, text = time.monotonic() - started, log.read_text(errors="replace")
     recap = re.search(r"%s\s*:\s*ok=\d+\s+changed=(\d+)" % CONTAINER, text)
-    return rc, int(recap.group(1)) if recap else None, took, text[-3000:]
+    return rc, int(recap.group(1)) if recap else None, took, text
+
+
+def repairs(text):
+    """What a run did: how many tasks changed, what host_guard found an earlier run had left, where it failed."""
+    changed = len(re.findall(r"^changed: \[", text, re.M))
+    guard = re.search(r"TASK \[host_guard : Say what an earlier run had left\][^\n]*\n(?:(?!TASK \[).)*?msg: (.*?)\n\n",
+                      text, re.S)
+    failed = re.search(r"TASK \[([^\]]*)\][^\n]*\n(?:(?!TASK \[).)*?fatal: \[[^\]]*\]: [A-Z]+! => (.{0,300})", text, re.S)
+    return "%d changed%s%s" % (changed, "; " + " ".join(guard.group(1).split()) if guard else "",
+                               "; failed at %s: %s" % (failed.group(1), " ".join(failed.group(2).split()))
+                               if failed else "")
 
 
 def host_state():
@@ -129,17 +189,20 @@ def host_state():
 
 
 def converge(inv, setting):
-    """Runs until one succeeds (at most 3), then once more; returns (runs, seconds, changed of the last, tail)."""
-    runs, seconds = 0, 0.0
+    """Runs until one succeeds (at most 3), then once more.
+
+    Returns (runs, seconds, what the first run did, changed of the last, its output's tail).
+    """
+    runs, seconds, did = 0, 0.0, ""
     for _ in range(3):
-        rc, _, took, tail = playbook(inv, setting)
-        runs, seconds = runs + 1, seconds + took
+        rc, _, took, text = playbook(inv, setting)
+        runs, seconds, did = runs + 1, seconds + took, did or repairs(text)
         if rc == 0:
             break
     else:
-        return runs, seconds, None, tail
-    rc, changed, _, tail = playbook(inv, setting)
-    return runs, seconds, changed if rc == 0 else None, tail
+        return runs, seconds, did, None, text[-3000:]
+    rc, changed, _, text = playbook(inv, setting)
+    return runs, seconds, did, changed if rc == 0 else None, text[-3000:]
 
 
 def diff(expected, got):
@@ -150,22 +213,23 @@ def diff(expected, got):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--image", default="local/v100-kill-base")
     parser.add_argument("--only", nargs="*")
     args = parser.parse_args()
     points = [p for p in POINTS if not args.only or p[0] in args.only or p[1] in args.only]
     failures, rows, clean = [], [], {}
+    if any(stage(p[1]) == "driver" for p in points):
+        make_driver_image()
     with tempfile.TemporaryDirectory() as folder:
         inv = inventory(Path(folder) / "inventory")
         for setting in dict.fromkeys(p[1] for p in points):
-            start_container(args.image)
-            runs, seconds, changed, tail = converge(inv, setting)
+            start_container(STAGES[stage(setting)]["image"])
+            runs, seconds, _, changed, tail = converge(inv, setting)
             if changed != 0:
                 sys.exit("clean run of setting %r failed or did not settle (changed=%s):\n%s" % (setting, changed, tail))
             clean[setting] = host_state()
             print("clean run of %-5s %5.0fs" % (setting, seconds), flush=True)
         for name, setting, task, after, power in points:
-            start_container(args.image)
+            start_container(STAGES[stage(setting)]["image"])
             if setting == "torn":
                 # What a power cut can leave that docker kill cannot: stamps cut short.
                 sh("docker", "exec", CONTAINER, "sh", "-c",
@@ -175,18 +239,19 @@ def main():
                 rc, _, took, _ = playbook(inv, setting, kill=(task, after, power))
                 killed = "%s at %r +%ds after %.0fs (rc %s)" % ("power cut" if power else "SIGKILL", task, after, took, rc)
                 if power:
+                    sh("docker", "wait", CONTAINER)
                     sh("docker", "start", CONTAINER)
                     boot()
             problems = [] if setting == "torn" or rc == -9 else ["the run was not killed (rc %s): is %r a task of the "
                                                                  "stage?" % (rc, task)]
-            runs, seconds, changed, tail = converge(inv, setting)
+            runs, seconds, did, changed, tail = converge(inv, setting)
             state = host_state()
             if changed != 0:
                 problems.append("the run after the repair reported changed=%s\n%s" % (changed, tail))
             if state != clean[setting]:
                 problems.append(diff(clean[setting], state))
-            rows.append((name, killed, "%d run(s), %.0fs" % (runs, seconds), "ok" if not problems else "FAILED"))
-            print("%-50s %-75s %-18s %s" % rows[-1], flush=True)
+            rows.append((name, killed, "%d run(s), %.0fs: %s" % (runs, seconds, did), "ok" if not problems else "FAILED"))
+            print("%-45s | %s | %s | %s" % rows[-1], flush=True)
             failures += ["%s:\n%s" % (name, problem) for problem in problems]
     sh("docker", "rm", "-f", CONTAINER, check=False)
     if failures:

@@ -1,16 +1,19 @@
 #!/usr/bin/env python3
-"""The end state of a host after the llama.cpp stage, as JSON (run inside the host; tests/kill/harness.py).
+"""The end state of a host after the driver or llama.cpp stage, as JSON (run inside the host; tests/kill/harness.py).
 
 What the roles own, in a form two runs can be compared by: sha256 of the
 files (not their times), units with their enabled and active states and
 whether each started after every file it reads last changed, package holds,
 `dpkg --audit`, leftovers of interrupted runs, and which API keys each
-server accepts.
+server accepts; for the driver stage the apt sources, key and pins, the
+NVIDIA and CUDA packages with their dpkg states, the cuda alternative and the
+reboot requests.
 
     host_state.py [OLD_KEY ...]
 """
 from __future__ import annotations
 
+import datetime
 import glob
 import hashlib
 import json
@@ -23,7 +26,10 @@ import urllib.request
 
 OWNED = ["/etc/systemd/system/llama-server-*", "/etc/systemd/system/llama-server-*.service.d/*",
          "/etc/llama-server/*", "/usr/local/libexec/v100-llm/*", "/opt/llama.cpp/*/build-stamp.json",
-         "/srv/models/*.gguf"]
+         "/srv/models/*.gguf", "/etc/apt/keyrings/*", "/etc/apt/sources.list.d/*", "/etc/apt/preferences.d/*",
+         "/etc/apt/apt.conf.d/*v100-llm*", "/etc/modprobe.d/*", "/etc/systemd/system/nvidia-*",
+         "/etc/systemd/system/nvidia-*.service.d/*", "/etc/profile.d/cuda.sh", "/etc/ld.so.conf.d/cuda.conf"]
+DRIVER_PACKAGES = r"^(nvidia|libnvidia|libcuda|firmware-nvidia|cuda|linux-headers)"
 LEFTOVERS = ["/srv/models/.partial/*", "/var/cache/llama.cpp/src-*", "/var/cache/llama.cpp/build-*",
              "/var/cache/llama.cpp/git/.git/index.lock"]
 
@@ -40,19 +46,16 @@ def sha256(path):
     return digest.hexdigest()
 
 
-def unit_path(unit):
-    return "/org/freedesktop/systemd1/unit/" + "".join(
-        c if c.isascii() and c.isalnum() and not (i == 0 and c.isdigit()) else "_%02x" % ord(c)
-        for i, c in enumerate(unit))
-
-
 def unit_state(unit):
     shown = dict(line.split("=", 1) for line in run(
         "systemctl", "show", unit, "-p", "ActiveState", "-p", "UnitFileState", "-p", "FragmentPath",
         "-p", "DropInPaths", "-p", "ExecStart", "-p", "NeedDaemonReload").splitlines() if "=" in line)
-    started = run("busctl", "get-property", "org.freedesktop.systemd1", unit_path(unit),
-                  "org.freedesktop.systemd1.Unit", "InactiveExitTimestamp").split()
-    started_us = int(started[1]) if len(started) == 2 else 0
+    # Read apart from the roles' own module (unit_freshness reads it over D-Bus).
+    started = run("systemctl", "show", unit, "-p", "InactiveExitTimestamp", "--value", "--timestamp=us+utc").strip()
+    started_us = 0
+    if started:
+        at = datetime.datetime.strptime(started, "%a %Y-%m-%d %H:%M:%S.%f UTC").replace(tzinfo=datetime.timezone.utc)
+        started_us = int(at.timestamp()) * 1000000 + at.microsecond
     # Every file the unit reads: its unit file, drop-ins, and the paths on its command line.
     reads = [shown.get("FragmentPath", "")] + shown.get("DropInPaths", "").split()
     reads += [word for word in re.findall(r"(/[^\s;]+)", shown.get("ExecStart", "")) if os.path.isfile(word)]
@@ -86,6 +89,10 @@ def main():
     units = sorted(os.path.basename(p) for p in glob.glob("/etc/systemd/system/llama-server-*")
                    if os.path.isfile(p) and (p.endswith(".timer") or not re.search(r"-(health|restart)\.service$", p))
                    and p.endswith((".service", ".timer")))
+    units += [unit for unit in ("nvidia-persistenced.service", "nvidia-power-limit.service")
+              if run("systemctl", "show", unit, "-p", "LoadState", "--value").strip() == "loaded"]
+    packages = sorted(line for line in run("dpkg-query", "-W", "-f", "${binary:Package} ${Version} ${db:Status-Abbrev}\n")
+                      .splitlines() if re.match(DRIVER_PACKAGES, line))
     stamped = {os.path.dirname(p) for p in glob.glob("/opt/llama.cpp/*/build-stamp.json")}
     unstamped = [p for p in glob.glob("/opt/llama.cpp/*-??????????") if os.path.isdir(p) and p not in stamped]
     keys = {}
@@ -100,6 +107,10 @@ def main():
         "current": current,
         "units": {unit: unit_state(unit) for unit in units},
         "holds": run("apt-mark", "showhold").split(),
+        "packages": packages,
+        "cuda_alternative": os.path.realpath("/etc/alternatives/cuda") if os.path.lexists("/etc/alternatives/cuda") else "",
+        "reboot_requests": sorted(os.listdir("/var/lib/v100-llm/reboot-required.d"))
+        if os.path.isdir("/var/lib/v100-llm/reboot-required.d") else [],
         "dpkg_audit": run("dpkg", "--audit").strip(),
         "leftovers": sorted(p for pattern in LEFTOVERS for p in glob.glob(pattern)) + sorted(unstamped),
         "keys": keys,

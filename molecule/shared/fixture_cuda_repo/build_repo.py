@@ -211,6 +211,14 @@ def driver_packages(version: str, smi: str) -> list[Package]:
             details="Empty stand-in: no kernel module source, nothing is built by DKMS.",
             depends=[f"firmware-nvidia-gsp {exact} | firmware-nvidia-gsp-{upstream}", f"nvidia-alternative {exact}"],
             conflicts=["nvidia-kernel-open-dkms"],
+            # The real postinst runs `dkms install`, minutes of compiling during
+            # dpkg's configure step. The kill harness (tests/kill) cuts the power
+            # there: it writes how long this stand-in's configure takes.
+            postinst=(
+                "#!/bin/sh\nset -e\n"
+                "if [ \"$1\" = configure ] && [ -r /etc/v100-test/dkms-seconds ]; then\n"
+                "  sleep \"$(cat /etc/v100-test/dkms-seconds)\"\nfi\n"
+            ),
         ),
         Package(
             name="nvidia-kernel-open-dkms", version=version, section="non-free/kernel",

@@ -2,7 +2,8 @@
 
 KILL_AT_TASK: a task name, or the start of one (the first task whose name starts with it).
 KILL_AFTER: seconds to wait once that task started (default 0).
-KILL_POWER: a container name: `docker kill` it first (a power cut), then die.
+KILL_POWER: a container name: `docker kill` it as well (a power cut), in a process of its own
+so that the controller dies at once, without noticing the host go.
 The controller dies with SIGKILL, as from `kill -9` or a lost session: no
 handler, no cleanup, no "PLAY RECAP".
 """
@@ -40,7 +41,8 @@ class CallbackModule(CallbackBase):
     def _die(self):
         time.sleep(self._after)
         if self._power:
-            subprocess.run(["docker", "kill", self._power], check=False, capture_output=True)
+            subprocess.Popen(["docker", "kill", self._power], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             start_new_session=True)
         with open(os.environ.get("KILL_REPORT", os.devnull), "a") as report:
             report.write("killed at %s after %.0fs%s\n" % (self._task, self._after, " (power cut)" if self._power else ""))
         os.kill(os.getpid(), signal.SIGKILL)
