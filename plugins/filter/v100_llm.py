@@ -11,6 +11,7 @@ a collection, so each file is loaded from its place in this project.
 """
 from __future__ import annotations
 
+import functools
 import importlib.util
 import sys
 from pathlib import Path
@@ -69,12 +70,26 @@ def role_default(name: str) -> Any:
     one owner and no copies.
     """
     for role in sorted((p.name for p in ROLES.iterdir()), key=len, reverse=True):
-        if name.startswith(role + "_"):
-            with open(ROLES / role / "defaults" / "main.yml", encoding="utf-8") as handle:
-                defaults = yaml.safe_load(handle) or {}
-            if name in defaults:
-                return defaults[name]
+        path = ROLES / role / "defaults" / "main.yml"
+        if name.startswith(role + "_") and path.is_file():
+            value = _defaults(str(path), path.stat().st_mtime_ns).get(name, _MISSING)
+            if value is _MISSING:
+                continue
+            # A filter's result is not templated again: a templated default would reach the role as text.
+            if isinstance(value, str) and ("{{" in value or "{%" in value):
+                raise ValueError("%s's default in %s is a template; role_default gives plain values only"
+                                 % (name, path))
+            return value
     raise KeyError("no role's defaults/main.yml has %s" % name)
+
+
+_MISSING = object()
+
+
+@functools.lru_cache(maxsize=None)
+def _defaults(path: str, mtime_ns: int) -> Dict[str, Any]:
+    with open(path, encoding="utf-8") as handle:
+        return yaml.safe_load(handle) or {}
 
 
 def vllm_memory_plan(shape: Mapping[str, Any], *args: Any) -> Dict[str, Any]:

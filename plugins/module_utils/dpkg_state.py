@@ -51,8 +51,12 @@ def _broken(entries: List[Dict[str, object]]) -> List[Dict[str, object]]:
 
 
 def reinstall_specs(entries: List[Dict[str, object]]) -> List[str]:
-    """name=version of each half-installed (or reinstallation-required) package meant to stay installed."""
-    return ["%s=%s" % (e["name"], e["version"]) for e in _broken(entries) if e["want"] == "i"]
+    """name=version of each half-installed (or reinstallation-required) package meant to stay installed.
+
+    Wanted "install" or "hold": the driver role holds its packages, so a power
+    cut during an upgrade of them leaves held ones half-installed.
+    """
+    return ["%s=%s" % (e["name"], e["version"]) for e in _broken(entries) if e["want"] in ("i", "h")]
 
 
 def repair_plan(entries: List[Dict[str, object]], audit_text: str, updates_entries: List[str],
@@ -60,7 +64,7 @@ def repair_plan(entries: List[Dict[str, object]], audit_text: str, updates_entri
     """What to run before any apt task.
 
     A half-installed package or one marked "reinstallation required" that is
-    meant to stay (want "i") is reinstalled at its version; one whose removal
+    meant to stay (want "i", or "h" for held) is reinstalled at its version; one whose removal
     was interrupted (want "r" or "p") is removed. fetchable: "name=version"
     of each to reinstall -> apt has an archive of it. One it has not is
     refused, with the command that removes it, before anything runs:

@@ -140,7 +140,8 @@ def main():
     if plan["remove"]:
         module.run_command(dpkg + ["--remove", "--force-remove-reinstreq"] + plan["remove"], environ_update=APT_ENV)
     if plan["reinstall"]:
-        module.run_command(apt + ["install", "--reinstall"] + plan["reinstall"], environ_update=APT_ENV)
+        module.run_command(apt + ["install", "--reinstall", "--allow-change-held-packages"] + plan["reinstall"],
+                           environ_update=APT_ENV)
     module.run_command(apt + ["-f", "install"], environ_update=APT_ENV)
     module.run_command(dpkg + ["--configure", "-a"], environ_update=APT_ENV)
     _, audit, _ = module.run_command(["dpkg", "--audit"], environ_update=APT_ENV)

@@ -130,7 +130,9 @@ def main() -> None:
         # As the role will do it: the other branch's (held) packages go, ours come.
         removals = [name + "-" for name in other_branch]
         rc, out, err = module.run_command(
-            ["apt-get", "-s", "-q", "--allow-change-held-packages", "install"] + module.params["packages"] + removals,
+            # Without recommends, as the role installs them.
+            ["apt-get", "-s", "-q", "-o", "APT::Install-Recommends=false", "--allow-change-held-packages", "install"]
+            + module.params["packages"] + removals,
             environ_update={"LANG": "C"})
         if rc == 0:
             simulated = parse_apt_simulation(out)

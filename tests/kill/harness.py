@@ -62,14 +62,17 @@ SETTINGS = {
     "torn": {},
 }
 
-# name, setting, task the controller dies at (its name or the start of it), seconds into it, power cut.
+# Written by the stand-in nvidia-kernel-dkms postinst as its configure step starts.
+DKMS_STARTED = "/var/lib/v100-test/dkms-started"
+# name, setting, task the controller dies at (its name or the start of it), then seconds into it (0: before it
+# starts) or the path on the host that says the step to cut has started, and whether the power is cut too.
 POINTS = [
     ("repository key write", "driver", "Install the checked key as the repository's keyring", 0, False),
     ("sources written, lists not read", "driver", "Refresh apt's lists for the repository", 0, False),
     ("driver install (apt keeps running)", "driver", "Install the driver", 3, False),
     ("driver installed, not held", "driver", "Hold the driver packages", 0, False),
     ("toolkit install", "driver", "Install cuda-toolkit-12-4", 1, False),
-    ("power cut during dpkg's configure (DKMS)", "driver", "Install the driver", 10, True),
+    ("power cut during dpkg's configure (DKMS)", "driver", "Install the driver", DKMS_STARTED, True),
     ("key file write", "key", "Write the API key files", 0, False),
     ("key written, restart owed", "key", "Remove the key files of instances without a key", 0, False),
     ("llama.cpp configure", "build", "Configure with CMake", 0, False),
@@ -157,7 +160,8 @@ def playbook(inv, setting, kill=None):
     if kill:
         task, after, power = kill
         env.update(ANSIBLE_CALLBACK_PLUGINS=str(HERE / "callback_plugins"), ANSIBLE_CALLBACKS_ENABLED="kill_at",
-                   KILL_AT_TASK=task, KILL_AFTER=str(after), KILL_POWER=CONTAINER if power else "")
+                   KILL_AT_TASK=task, KILL_CONTAINER=CONTAINER, KILL_POWER="1" if power else "",
+                   **({"KILL_WHEN_FILE": after} if isinstance(after, str) else {"KILL_AFTER": str(after)}))
     started = time.monotonic()
     # Output to a file, and wait for the controller only: its workers, and
     # what they started on the host, outlive a kill, as they do over SSH.
@@ -237,13 +241,24 @@ def main():
                 killed = "stamps truncated"
             else:
                 rc, _, took, _ = playbook(inv, setting, kill=(task, after, power))
-                killed = "%s at %r +%ds after %.0fs (rc %s)" % ("power cut" if power else "SIGKILL", task, after, took, rc)
+                killed = "%s at %r %s after %.0fs (rc %s)" % (
+                    "power cut" if power else "SIGKILL", task, "once %s exists" % after if isinstance(after, str)
+                    else "+%ds" % after, took, rc)
                 if power:
-                    sh("docker", "wait", CONTAINER)
+                    # The callback's docker kill runs on its own; wait for it (exit status 137).
+                    sh("docker", "wait", CONTAINER, timeout=120)
                     sh("docker", "start", CONTAINER)
                     boot()
             problems = [] if setting == "torn" or rc == -9 else ["the run was not killed (rc %s): is %r a task of the "
                                                                  "stage?" % (rc, task)]
+            # What dpkg was left with, before any repair.
+            unfinished = [line for line in sh("docker", "exec", CONTAINER, "dpkg-query", "-W", "-f",
+                                              "${db:Status-Abbrev} ${binary:Package}\n", check=False).stdout.splitlines()
+                          if line[1:3] not in ("i ", "n ", "c ")]
+            if unfinished:
+                killed += "; dpkg left " + ", ".join(" ".join(line.split()[::-1]) for line in unfinished)
+            elif power and stage(setting) == "driver":
+                problems.append("the power cut left dpkg with nothing unfinished: it did not land in dpkg")
             runs, seconds, did, changed, tail = converge(inv, setting)
             state = host_state()
             if changed != 0:

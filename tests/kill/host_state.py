@@ -108,7 +108,10 @@ def main():
         "units": {unit: unit_state(unit) for unit in units},
         "holds": run("apt-mark", "showhold").split(),
         "packages": packages,
-        "cuda_alternative": os.path.realpath("/etc/alternatives/cuda") if os.path.lexists("/etc/alternatives/cuda") else "",
+        # Where /usr/local/cuda points and whether it stays there (manual) or follows priorities (auto).
+        "cuda_alternative": [line for line in run("update-alternatives", "--query", "cuda").splitlines()
+                             if line.startswith(("Status:", "Value:"))],
+        "auto_installed": sorted(name for name in run("apt-mark", "showauto").split() if re.match(DRIVER_PACKAGES, name)),
         "reboot_requests": sorted(os.listdir("/var/lib/v100-llm/reboot-required.d"))
         if os.path.isdir("/var/lib/v100-llm/reboot-required.d") else [],
         "dpkg_audit": run("dpkg", "--audit").strip(),

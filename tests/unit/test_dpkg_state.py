@@ -63,3 +63,11 @@ def test_an_interrupted_removal_is_finished_not_reinstalled():
     assert plan["remove"] == ["old-driver"] and plan["reinstall"] == [] and plan["error"] == ""
     assert "old-driver 1.0 is half-installed (reinstallation required) while being removed" in plan["reasons"]
     assert entries[1]["name"] == "multiarch:amd64"
+
+
+def test_a_held_package_left_half_installed_is_reinstalled():
+    # The driver role holds its packages: a power cut during an upgrade of them leaves "hHR".
+    entries = parse_status("nvidia-kernel-dkms 550.163.01-1 hHR\nlibcuda1:amd64 550.163.01-1 hU \n")
+    plan = repair_plan(entries, "", [], {"nvidia-kernel-dkms=550.163.01-1": True})
+    assert plan["reinstall"] == ["nvidia-kernel-dkms=550.163.01-1"] and plan["remove"] == [] and plan["configure"]
+    assert "libcuda1:amd64 550.163.01-1 is unpacked" in plan["reasons"]

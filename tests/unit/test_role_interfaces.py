@@ -39,6 +39,9 @@ def test_argument_specs_and_defaults_agree(role):
 def test_role_variables_carry_the_role_prefix(role):
     defaults = _load(role / "defaults" / "main.yml")
     assert [n for n in defaults if not n.startswith(role.name + "_")] == []
+    # vllm must not define vllm_server_*: the prefix names one owner (role_default relies on it).
+    longer = [r.name for r in ROLES if r.name.startswith(role.name + "_")]
+    assert [n for n in defaults if any(n.startswith(other + "_") for other in longer)] == []
 
 
 @pytest.mark.parametrize("role", ROLES, ids=lambda p: p.name)
@@ -46,6 +49,22 @@ def test_role_readme_documents_every_variable(role):
     readme = (role / "README.md").read_text()
     missing = [n for n in _load(role / "defaults" / "main.yml") if f"`{n}`" not in readme]
     assert missing == []
+
+
+# `name | default(x)`, `name|d(x)`, across a line break, with or without `, true`.
+DEFAULT_FILTER = re.compile(r"\b([a-z][a-z0-9_]*)\s*\|\s*(?:default|d)\(\s*([^()]*?)\s*(?:,\s*(?:true|True)\s*)?\)")
+
+
+def _templated_files():
+    """Every file Ansible templates: roles' YAML and Jinja files at any depth, the playbooks, site.yml."""
+    roles = [p for p in (PROJECT_ROOT / "roles").rglob("*") if p.suffix in (".yml", ".j2")]
+    return sorted(roles) + sorted((PROJECT_ROOT / "playbooks").glob("*.yml")) + [PROJECT_ROOT / "site.yml"]
+
+
+def test_the_copy_finder_sees_the_usual_spellings():
+    found = DEFAULT_FILTER.findall("{{ vllm_dtype|default('half') }} {{ vllm_dtype | d('half') }}\n"
+                                   "{{ vllm_dtype\n   | default('half', true) }} {{ a | default('a' | role_default) }}")
+    assert found == [("vllm_dtype", "'half'")] * 3 + [("a", "'a' | role_default")]
 
 
 def _defaults_by_role():
@@ -56,10 +75,10 @@ def test_a_variable_read_outside_its_role_has_no_copy_of_its_default():
     """`vllm_dtype | default('half')` in preflight would be a second default that drifts: use role_default."""
     owners = {name: role for role, defaults in _defaults_by_role().items() for name in defaults}
     copies = []
-    files = sorted((PROJECT_ROOT / "roles").glob("*/*/*.yml")) + sorted((PROJECT_ROOT / "playbooks").glob("*.yml"))
-    for path in files:
-        reader = path.parts[-3] if "roles" in path.parts else "a playbook"
-        for name, fallback in re.findall(r"\b([a-z][a-z0-9_]*) \| default\(([^()]*)\)", path.read_text()):
+    for path in _templated_files():
+        parts = path.relative_to(PROJECT_ROOT).parts
+        reader = parts[1] if parts[0] == "roles" else "a playbook"
+        for name, fallback in DEFAULT_FILTER.findall(path.read_text()):
             if owners.get(name, reader) != reader and fallback != "'%s' | role_default" % name:
                 copies.append("%s: %s | default(%s)" % (path.relative_to(PROJECT_ROOT), name, fallback))
     assert copies == []
@@ -76,8 +95,15 @@ def test_role_default_reads_the_owner_of_the_prefix():
 
 def test_every_role_default_names_a_default():
     role_default = FilterModule().filters()["role_default"]
-    files = sorted((PROJECT_ROOT / "roles").glob("*/*/*.yml")) + sorted((PROJECT_ROOT / "playbooks").glob("*.yml"))
-    names = {name for path in files for name in re.findall(r"'([a-z0-9_]+)' \| role_default", path.read_text())}
+    names = {name for path in _templated_files()
+             for name in re.findall(r"'([a-z0-9_]+)' \| role_default", path.read_text())}
     assert names
     for name in sorted(names):
         role_default(name)
+
+
+def test_role_default_refuses_a_templated_default():
+    role_default = FilterModule().filters()["role_default"]
+    templated = [n for n, v in _defaults_by_role()["llama_server"].items() if isinstance(v, str) and "{{" in v]
+    with pytest.raises(ValueError, match="is a template"):
+        role_default(templated[0])

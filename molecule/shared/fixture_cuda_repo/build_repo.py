@@ -213,10 +213,12 @@ def driver_packages(version: str, smi: str) -> list[Package]:
             conflicts=["nvidia-kernel-open-dkms"],
             # The real postinst runs `dkms install`, minutes of compiling during
             # dpkg's configure step. The kill harness (tests/kill) cuts the power
-            # there: it writes how long this stand-in's configure takes.
+            # there: it writes how long this stand-in's configure takes, and
+            # waits for the marker that says the step has started.
             postinst=(
                 "#!/bin/sh\nset -e\n"
                 "if [ \"$1\" = configure ] && [ -r /etc/v100-test/dkms-seconds ]; then\n"
+                "  mkdir -p /var/lib/v100-test && touch /var/lib/v100-test/dkms-started\n"
                 "  sleep \"$(cat /etc/v100-test/dkms-seconds)\"\nfi\n"
             ),
         ),

@@ -1,11 +1,15 @@
 """Callback plugin for the kill harness (tests/kill/harness.py): dies at the start of a chosen task.
 
 KILL_AT_TASK: a task name, or the start of one (the first task whose name starts with it).
-KILL_AFTER: seconds to wait once that task started (default 0).
-KILL_POWER: a container name: `docker kill` it as well (a power cut), in a process of its own
-so that the controller dies at once, without noticing the host go.
-The controller dies with SIGKILL, as from `kill -9` or a lost session: no
-handler, no cleanup, no "PLAY RECAP".
+KILL_AFTER: seconds into that task (default 0: before its worker starts, so the task never runs).
+KILL_WHEN_FILE: instead of seconds, wait until this path exists in KILL_CONTAINER (a step the
+    host has reached, e.g. a maintainer script that has started).
+KILL_CONTAINER: the container the play runs against. KILL_POWER=1: `docker kill` it as well (a
+    power cut), in a process of its own so that the controller dies at once.
+The controller and its forked workers (which Ansible puts in sessions of their
+own) die with SIGKILL, as in a crash of the controller's machine: no handler,
+no cleanup, no "PLAY RECAP". What a worker already started on the host (apt,
+cmake, a download) goes on there, as it does over SSH.
 """
 from __future__ import annotations
 
@@ -21,8 +25,26 @@ DOCUMENTATION = r"""
 name: kill_at
 type: aggregate
 short_description: SIGKILL the controller (and optionally power off a container) at a named task
-description: Test harness only (tests/kill). Reads KILL_AT_TASK, KILL_AFTER and KILL_POWER.
+description: Test harness only (tests/kill). Reads KILL_AT_TASK, KILL_AFTER, KILL_WHEN_FILE, KILL_CONTAINER, KILL_POWER.
 """
+
+
+def _descendants(pid):
+    children = {}
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open("/proc/%s/stat" % entry) as stat:
+                # pid (comm) state ppid ...: comm may hold spaces, so split after its ")".
+                ppid = int(stat.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
 
 
 class CallbackModule(CallbackBase):
@@ -35,20 +57,39 @@ class CallbackModule(CallbackBase):
         super().__init__()
         self._task = os.environ.get("KILL_AT_TASK", "")
         self._after = float(os.environ.get("KILL_AFTER", "0") or 0)
-        self._power = os.environ.get("KILL_POWER", "")
+        self._when_file = os.environ.get("KILL_WHEN_FILE", "")
+        self._container = os.environ.get("KILL_CONTAINER", "")
+        self._power = os.environ.get("KILL_POWER", "") == "1"
         self._armed = bool(self._task)
 
+    def _wait_for_file(self):
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline and subprocess.run(
+                ["docker", "exec", self._container, "test", "-e", self._when_file], check=False).returncode:
+            time.sleep(0.5)
+
     def _die(self):
-        time.sleep(self._after)
+        if self._when_file:
+            self._wait_for_file()
+        else:
+            time.sleep(self._after)
+        doomed = _descendants(os.getpid())
         if self._power:
-            subprocess.Popen(["docker", "kill", self._power], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                             start_new_session=True)
-        with open(os.environ.get("KILL_REPORT", os.devnull), "a") as report:
-            report.write("killed at %s after %.0fs%s\n" % (self._task, self._after, " (power cut)" if self._power else ""))
+            subprocess.Popen(["docker", "kill", self._container], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, start_new_session=True)
+        for pid in doomed:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         os.kill(os.getpid(), signal.SIGKILL)
 
     def v2_playbook_on_task_start(self, task, is_conditional):
-        # The task's own name, without its role ("llama_cpp : ..."), untemplated.
+        # The task's own name, without its role ("llama_cpp : ..."), as templated for display.
         if self._armed and (task.name or "").startswith(self._task):
             self._armed = False
-            threading.Thread(target=self._die, daemon=True).start()
+            if self._after or self._when_file:
+                threading.Thread(target=self._die, daemon=True).start()
+            else:
+                # Called before the strategy forks the task's worker.
+                self._die()
