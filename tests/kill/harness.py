@@ -7,9 +7,10 @@ driver stage a host with the GPU stand-ins and the fixture repository that
 stands in for NVIDIA's (tests/kill/driver-base.yml, built here). It changes a
 setting as a user would (a new API key, build, model, context size and
 restart time; the driver, toolkit and repository on a fresh host), and runs
-the stage's playbook with the kill_at callback: the controller dies
-with SIGKILL at the start of the named task (or that many seconds into it),
-and with a power cut the container is `docker kill`ed first and started again
+the stage's playbook with the kill_at callback: the controller and its
+workers die with SIGKILL before the named task starts (or that many seconds
+into it, or once a path exists on the host), and with a power cut the
+container is `docker kill`ed as well and started again
 (every process in it dies; files already written to the kernel stay, so a
 torn write is injected instead, as a truncated stamp). Then it re-runs until
 a run succeeds (at most 3), runs once more (changed=0 required), and compares
@@ -163,8 +164,8 @@ def playbook(inv, setting, kill=None):
                    KILL_AT_TASK=task, KILL_CONTAINER=CONTAINER, KILL_POWER="1" if power else "",
                    **({"KILL_WHEN_FILE": after} if isinstance(after, str) else {"KILL_AFTER": str(after)}))
     started = time.monotonic()
-    # Output to a file, and wait for the controller only: its workers, and
-    # what they started on the host, outlive a kill, as they do over SSH.
+    # Output to a file. What the workers started on the host (apt, cmake, a
+    # download) outlives the kill there, as it does over SSH.
     log = inv.parent / "run.log"
     with open(log, "w") as output:
         rc = subprocess.Popen(["ansible-playbook", "-i", str(inv), str(ROOT / "playbooks" / STAGES[stage(setting)]["playbook"]),
