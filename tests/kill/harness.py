@@ -3,10 +3,11 @@
 
 Starts every point of a stage from the same committed container image: for
 the llama.cpp stage the demo's end state (scripts/test commits it), for the
-driver stage a host with the GPU stand-ins and the fixture repository that
-stands in for NVIDIA's (tests/kill/driver-base.yml, built here). It changes a
-setting as a user would (a new API key, build, model, context size and
-restart time; the driver, toolkit and repository on a fresh host), and runs
+driver and vLLM stages a host with the GPU stand-ins and the fixture
+repository that stands in for NVIDIA's (tests/kill/driver-base.yml, built
+here). It changes a setting as a user would (a new API key, build, model,
+context size and restart time; the driver, toolkit and repository on a fresh
+host; vLLM from PyPI), and runs
 the stage's playbook with the kill_at callback: the controller and its
 workers die with SIGKILL before the named task starts (or that many seconds
 into it, or once a path exists on the host), and with a power cut the
@@ -15,9 +16,12 @@ container is `docker kill`ed as well and started again
 torn write is injected instead, as a truncated stamp). Then it re-runs until
 a run succeeds (at most 3), runs once more (changed=0 required), and compares
 tests/kill/host_state.py's picture of the host with that of a clean run of the
-same setting from the same image.
+same setting from the same image. Clean runs and points run --jobs at a
+time, each in a container of its own, and are compared once all are done:
+two overlap where one waits (on apt, pip, a slow download, a model loading);
+more only compete for the CPU, as every playbook run is mostly CPU.
 
-    tests/kill/harness.py [--only NAME-OR-SETTING ...]
+    tests/kill/harness.py [--jobs N] [--only NAME-OR-SETTING ...]
 """
 from __future__ import annotations
 
@@ -25,15 +29,21 @@ import argparse
 import difflib
 import json
 import os
+import queue
 import re
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import traceback
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
+# The containers are CONTAINER-1 ... CONTAINER-<jobs>; the driver image is built in CONTAINER-1.
 CONTAINER = "v100-kill"
 DEMO_KEY = "demo-key-not-a-secret"
 ROTATED_KEY = "rotated-key-not-a-secret"
@@ -49,8 +59,12 @@ FIXTURE_REPO = {"nvidia_cuda_repo_url": "http://127.0.0.1:8765/",
                 # The container runs the CI machine's kernel; the stand-in DKMS package builds nothing.
                 "nvidia_driver_kernel_packages": ["linux-headers-amd64"], "nvidia_driver_verify_dkms_build": False,
                 "nvidia_driver_branch": 550, "cuda_toolkit_version": "12.4"}
-STAGES = {"llama_cpp": {"playbook": "llama_cpp.yml", "image": "local/v100-kill-base"},
-          "driver": {"playbook": "driver.yml", "image": "local/v100-kill-driver-base"}}
+# vLLM from PyPI on the host with the GPU stand-ins, with pip's cache shared
+# as molecule/vllm shares it.
+STAGES = {"llama_cpp": {"playbook": "llama_cpp.yml", "image": "local/v100-kill-base", "volumes": []},
+          "driver": {"playbook": "driver.yml", "image": "local/v100-kill-driver-base", "volumes": []},
+          "vllm": {"playbook": "vllm.yml", "image": "local/v100-kill-driver-base",
+                   "volumes": ["%s/.cache/v100-llm/pip:/root/.cache/pip" % Path.home()]}}
 
 SETTINGS = {
     "driver": FIXTURE_REPO,
@@ -61,10 +75,18 @@ SETTINGS = {
     "unit": {"llama_server_instances": [{"name": "demo", "model": "smollm2", "port": 8080, "ctx_size": 1024}],
              "llama_server_restart_schedule": "*-*-* 05:00:00"},
     "torn": {},
+    "vllm": {"vllm_enabled": True},
 }
 
-# Written by the stand-in nvidia-kernel-dkms postinst as its configure step starts.
+# Written by the stand-in nvidia-kernel-dkms postinst as its configure step
+# starts; the step then lasts while DKMS_HOLD exists (on /run: the power cut
+# ends it, however late the cut comes on a loaded machine).
 DKMS_STARTED = "/var/lib/v100-test/dkms-started"
+DKMS_HOLD = "/run/v100-test/hold-dkms"
+# No playbook run here takes this long; one that does is stuck.
+PLAYBOOK_TIMEOUT = 1800
+# Started first, so that the longest jobs do not end the run alone on one core.
+LONGEST_FIRST = ("vllm", "driver")
 # name, setting, task the controller dies at (its name or the start of it), then seconds into it (0: before it
 # starts) or the path on the host that says the step to cut has started, and whether the power is cut too.
 POINTS = [
@@ -89,6 +111,7 @@ POINTS = [
     ("power cut after a unit write, before its restart", "unit", "Write their sandbox, device-node unit and timers", 0,
      True),
     ("torn stamps after a power cut", "torn", "", 0, False),
+    ("vLLM pip install (pip keeps running)", "vllm", "Install vllm with every dependency pinned", 20, False),
 ]
 
 
@@ -96,84 +119,174 @@ def sh(*argv, check=True, **kwargs):
     return subprocess.run(argv, check=check, text=True, capture_output=True, **kwargs)
 
 
-def start_container(image):
-    sh("docker", "rm", "-f", CONTAINER, check=False)
-    sh("docker", "run", "-d", "--name", CONTAINER, "--hostname", CONTAINER, "--tmpfs", "/run", "--tmpfs", "/run/lock",
-       "--tmpfs", "/tmp", "-v", "/sys/fs/cgroup:/sys/fs/cgroup:ro", "--stop-signal", "SIGRTMIN+3", image,
+def start_container(image, box, volumes=()):
+    sh("docker", "rm", "-f", box, check=False)
+    sh("docker", "run", "-d", "--name", box, "--hostname", box, "--tmpfs", "/run", "--tmpfs", "/run/lock",
+       "--tmpfs", "/tmp", "-v", "/sys/fs/cgroup:/sys/fs/cgroup:ro",
+       *[arg for volume in volumes for arg in ("-v", volume)], "--stop-signal", "SIGRTMIN+3", image,
        "/lib/systemd/systemd")
-    boot()
+    boot(box)
 
 
-def boot():
+def boot(box):
     """Wait for systemd, then serve the image's stand-ins (transient units do not survive a restart)."""
-    sh("docker", "exec", CONTAINER, "systemctl", "is-system-running", "--wait", check=False)
-    if sh("docker", "exec", CONTAINER, "test", "-d", "/opt/fixture-cuda-repo/repo", check=False).returncode == 0:
-        sh("docker", "exec", CONTAINER, "systemd-run", "--unit=fixture-cuda-repo", "/usr/bin/python3", "-m",
+    sh("docker", "exec", box, "systemctl", "is-system-running", "--wait", check=False)
+    if sh("docker", "exec", box, "test", "-d", "/opt/fixture-cuda-repo/repo", check=False).returncode == 0:
+        sh("docker", "exec", box, "systemd-run", "--unit=fixture-cuda-repo", "/usr/bin/python3", "-m",
            "http.server", "8765", "--bind", "127.0.0.1", "--directory", "/opt/fixture-cuda-repo/repo", check=False)
         url = "http://127.0.0.1:8765/InRelease"
     else:
         for port, rate in (("8767", []), ("8768", ["9000000"])):
-            sh("docker", "exec", CONTAINER, "systemd-run", "--unit=fixture-%s" % port, "/usr/bin/python3",
+            sh("docker", "exec", box, "systemd-run", "--unit=fixture-%s" % port, "/usr/bin/python3",
                "/opt/fixture_server.py", "/opt/llama-cpp-fixture", port, "hf_test_token_not_a_secret", *rate,
                check=False)
         url = "http://127.0.0.1:8768/models/"
-    sh("docker", "exec", CONTAINER, "sh", "-c",
-       "for i in $(seq 50); do curl -sf -o /dev/null %s && exit 0; sleep 0.2; done" % url)
+    sh("docker", "exec", box, "sh", "-c",
+       "for i in $(seq 150); do curl -sf -o /dev/null %s && exit 0; sleep 0.2; done" % url)
 
 
-def make_driver_image():
-    """The driver stage's starting host (tests/kill/driver-base.yml), committed as STAGES["driver"]["image"]."""
-    start_container("local/v100-debian12-systemd:latest")
-    with tempfile.TemporaryDirectory() as folder:
-        inv = Path(folder) / "hosts.yml"
-        inv.write_text("all:\n  hosts:\n    %s:\n      ansible_connection: community.docker.docker\n" % CONTAINER)
-        env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), MOLECULE_PROJECT_DIRECTORY=str(ROOT))
-        done = subprocess.run(["ansible-playbook", "-i", str(inv), str(HERE / "driver-base.yml")], cwd=ROOT, env=env,
-                              text=True, capture_output=True, check=False)
-    if done.returncode:
-        sys.exit("tests/kill/driver-base.yml failed:\n" + done.stdout[-3000:])
-    sh("docker", "commit", CONTAINER, STAGES["driver"]["image"])
-
-
-def inventory(folder):
+def inventory(folder, box):
     """An inventory folder (every file in it is read as inventory) for the container."""
-    folder.mkdir()
+    folder.mkdir(parents=True)
     (folder / "group_vars").mkdir()
     (folder / "group_vars" / "all.yml").symlink_to(ROOT / "inventories" / "demo" / "group_vars" / "all" / "main.yml")
     (folder / "hosts.yml").write_text("all:\n  hosts:\n    %s:\n      ansible_connection: community.docker.docker\n"
-                                      % CONTAINER)
+                                      % box)
     return folder
 
 
+def make_driver_image(folder, box):
+    """The driver stage's starting host (tests/kill/driver-base.yml), committed as STAGES["driver"]["image"]."""
+    start_container("local/v100-debian12-systemd:latest", box)
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), MOLECULE_PROJECT_DIRECTORY=str(ROOT))
+    done = subprocess.run(["ansible-playbook", "-i", str(inventory(folder / "driver-image", box)),
+                           str(HERE / "driver-base.yml")], cwd=ROOT, env=env, text=True, capture_output=True,
+                          check=False)
+    if done.returncode:
+        sys.exit("tests/kill/driver-base.yml failed:\n" + done.stdout[-3000:])
+    sh("docker", "commit", box, STAGES["driver"]["image"])
+
+
 def stage(setting):
-    return "driver" if setting == "driver" else "llama_cpp"
+    return setting if setting in STAGES else "llama_cpp"
 
 
-def playbook(inv, setting, kill=None):
-    """Run the setting's stage; returns (rc, changed, seconds, its output)."""
-    extra = inv.parent / ("vars-%s.json" % setting)
-    settings = dict(SETTINGS[setting])
-    if stage(setting) == "driver":
-        settings["nvidia_cuda_repo_key_fingerprint"] = sh(
-            "docker", "exec", CONTAINER, "cat", "/opt/fixture-cuda-repo/repo-key.fingerprint").stdout.strip()
-    extra.write_text(json.dumps(settings))
-    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"))
-    if kill:
-        task, after, power = kill
-        env.update(ANSIBLE_CALLBACK_PLUGINS=str(HERE / "callback_plugins"), ANSIBLE_CALLBACKS_ENABLED="kill_at",
-                   KILL_AT_TASK=task, KILL_CONTAINER=CONTAINER, KILL_POWER="1" if power else "",
-                   **({"KILL_WHEN_FILE": after} if isinstance(after, str) else {"KILL_AFTER": str(after)}))
-    started = time.monotonic()
-    # Output to a file. What the workers started on the host (apt, cmake, a
-    # download) outlives the kill there, as it does over SSH.
-    log = inv.parent / "run.log"
-    with open(log, "w") as output:
-        rc = subprocess.Popen(["ansible-playbook", "-i", str(inv), str(ROOT / "playbooks" / STAGES[stage(setting)]["playbook"]),
-                               "-e", "@" + str(extra)], cwd=ROOT, env=env, stdout=output,
-                              stderr=subprocess.STDOUT).wait()
-    took, text = time.monotonic() - started, log.read_text(errors="replace")
-    recap = re.search(r"%s\s*:\s*ok=\d+\s+changed=(\d+)" % CONTAINER, text)
-    return rc, int(recap.group(1)) if recap else None, took, text
+class Host:
+    """One container and its inventory: where one clean run or one point runs."""
+
+    def __init__(self, folder, box):
+        self.box, self.folder = box, folder
+        self.inv = inventory(folder / "inventory", box)
+
+    def start(self, setting):
+        start_container(STAGES[stage(setting)]["image"], self.box, STAGES[stage(setting)]["volumes"])
+
+    def playbook(self, setting, kill=None):
+        """Run the setting's stage; returns (rc, changed, seconds, its output)."""
+        extra = self.folder / ("vars-%s.json" % setting)
+        settings = dict(SETTINGS[setting])
+        if stage(setting) == "driver":
+            settings["nvidia_cuda_repo_key_fingerprint"] = sh(
+                "docker", "exec", self.box, "cat", "/opt/fixture-cuda-repo/repo-key.fingerprint").stdout.strip()
+        extra.write_text(json.dumps(settings))
+        env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"))
+        if kill:
+            task, after, power = kill
+            env.update(ANSIBLE_CALLBACK_PLUGINS=str(HERE / "callback_plugins"), ANSIBLE_CALLBACKS_ENABLED="kill_at",
+                       KILL_AT_TASK=task, KILL_CONTAINER=self.box, KILL_POWER="1" if power else "",
+                       **({"KILL_WHEN_FILE": after} if isinstance(after, str) else {"KILL_AFTER": str(after)}))
+        started = time.monotonic()
+        # Output to a file. What the workers started on the host (apt, cmake, a
+        # download) outlives the kill there, as it does over SSH.
+        log = self.folder / "run.log"
+        with open(log, "w") as output:
+            run = subprocess.Popen(["ansible-playbook", "-i", str(self.inv),
+                                    str(ROOT / "playbooks" / STAGES[stage(setting)]["playbook"]), "-e", "@" + str(extra)],
+                                   cwd=ROOT, env=env, stdout=output, stderr=subprocess.STDOUT)
+            try:
+                rc = run.wait(timeout=PLAYBOOK_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                run.kill()
+                raise RuntimeError("a run of %s on %s took over %d s" % (setting, self.box, PLAYBOOK_TIMEOUT))
+        took, text = time.monotonic() - started, log.read_text(errors="replace")
+        recap = re.search(r"%s\s*:\s*ok=\d+\s+changed=(\d+)" % self.box, text)
+        return rc, int(recap.group(1)) if recap else None, took, text
+
+    def converge(self, setting):
+        """Runs until one succeeds (at most 3), then once more.
+
+        Returns (runs, seconds, what the first run did, changed of the last, its output's tail).
+        """
+        runs, seconds, did = 0, 0.0, ""
+        for _ in range(3):
+            rc, _, took, text = self.playbook(setting)
+            runs, seconds, did = runs + 1, seconds + took, did or repairs(text)
+            if rc == 0:
+                break
+        else:
+            return runs, seconds, did, None, text[-3000:]
+        rc, changed, _, text = self.playbook(setting)
+        return runs, seconds, did, changed if rc == 0 else None, text[-3000:]
+
+    def state(self):
+        script = (HERE / "host_state.py").read_text()
+        done = sh("docker", "exec", "-i", self.box, "python3", "-", DEMO_KEY, ROTATED_KEY, input=script)
+        return json.loads(done.stdout)
+
+    def clean(self, setting):
+        """A clean run of the setting (up to 3 tries, as downloads can fail): (seconds, the host's state, or None
+        and why not).
+
+        A setting whose clean run a second run would change still fails: every
+        point of it ends with a run that must report changed=0.
+        """
+        self.start(setting)
+        seconds = 0.0
+        for _ in range(3):
+            rc, _, took, text = self.playbook(setting)
+            seconds += took
+            if rc == 0:
+                return seconds, self.state(), ""
+        return seconds, None, "the clean run of setting %r failed 3 times:\n%s" % (setting, text[-3000:])
+
+    def point(self, name, setting, task, after, power):
+        """Kill, repair, settle: (the row's columns, the host's state, problems)."""
+        self.start(setting)
+        rc = None
+        if setting == "torn":
+            # What a power cut can leave that docker kill cannot: stamps cut short.
+            sh("docker", "exec", self.box, "sh", "-c",
+               "truncate -s 17 /opt/llama.cpp/current/build-stamp.json /srv/models/.stamps/*.json")
+            killed = "stamps truncated"
+        else:
+            if power and after == DKMS_STARTED:
+                sh("docker", "exec", self.box, "sh", "-c", "mkdir -p %s && touch %s" % (os.path.dirname(DKMS_HOLD),
+                                                                                         DKMS_HOLD))
+            rc, _, took, _ = self.playbook(setting, kill=(task, after, power))
+            killed = "%s at %r %s after %.0fs (rc %s)" % (
+                "power cut" if power else "SIGKILL", task, "once %s exists" % after if isinstance(after, str)
+                else "+%ds" % after, took, rc)
+            if power:
+                # The callback's docker kill runs on its own; wait for it (exit status 137).
+                sh("docker", "wait", self.box, timeout=120)
+                sh("docker", "start", self.box)
+                boot(self.box)
+        problems = [] if setting == "torn" or rc == -9 else ["the run was not killed (rc %s): is %r a task of the "
+                                                             "stage?" % (rc, task)]
+        # What dpkg was left with, before any repair.
+        unfinished = [line for line in sh("docker", "exec", self.box, "dpkg-query", "-W", "-f",
+                                          "${db:Status-Abbrev} ${binary:Package}\n", check=False).stdout.splitlines()
+                      if line[1:3] not in ("i ", "n ", "c ")]
+        if unfinished:
+            killed += "; dpkg left " + ", ".join(" ".join(line.split()[::-1]) for line in unfinished)
+        elif power and stage(setting) == "driver":
+            problems.append("the power cut left dpkg with nothing unfinished: it did not land in dpkg")
+        runs, seconds, did, changed, tail = self.converge(setting)
+        if "keeps running" in name and "Waited" not in did:
+            problems.append("the repair run did not wait for the killed run's step: it had ended before the kill")
+        if changed != 0:
+            problems.append("the run after the repair reported changed=%s\n%s" % (changed, tail))
+        return (name, killed, "%d run(s), %.0fs: %s" % (runs, seconds, did)), self.state(), problems
 
 
 def repairs(text):
@@ -187,89 +300,92 @@ def repairs(text):
                                if failed else "")
 
 
-def host_state():
-    script = (HERE / "host_state.py").read_text()
-    done = sh("docker", "exec", "-i", CONTAINER, "python3", "-", DEMO_KEY, ROTATED_KEY, input=script)
-    return json.loads(done.stdout)
-
-
-def converge(inv, setting):
-    """Runs until one succeeds (at most 3), then once more.
-
-    Returns (runs, seconds, what the first run did, changed of the last, its output's tail).
-    """
-    runs, seconds, did = 0, 0.0, ""
-    for _ in range(3):
-        rc, _, took, text = playbook(inv, setting)
-        runs, seconds, did = runs + 1, seconds + took, did or repairs(text)
-        if rc == 0:
-            break
-    else:
-        return runs, seconds, did, None, text[-3000:]
-    rc, changed, _, text = playbook(inv, setting)
-    return runs, seconds, did, changed if rc == 0 else None, text[-3000:]
-
-
 def diff(expected, got):
     return "\n".join(difflib.unified_diff(json.dumps(expected, indent=1, sort_keys=True).splitlines(),
                                           json.dumps(got, indent=1, sort_keys=True).splitlines(),
                                           "clean run", "after the kill", lineterm=""))
 
 
+def run_all(points, boxes):
+    """Every setting's clean run and every point, one per container at a time.
+
+    Returns ({setting: (its state or None, why not)}, [(row, state, problems) of each point]).
+    """
+    with tempfile.TemporaryDirectory() as folder:
+        if any(STAGES[stage(p[1])]["image"] == STAGES["driver"]["image"] for p in points):
+            make_driver_image(Path(folder), boxes[0])
+        hosts = queue.Queue()
+        for box in boxes:
+            hosts.put(Host(Path(folder) / box, box))
+        printing = threading.Lock()
+
+        def say(line):
+            with printing:
+                print(line, flush=True)
+
+        def on_a_host(job, *params):
+            """job(host, *params) on a free host; its error is returned as the job's problem, not raised."""
+            host = hosts.get()
+            try:
+                return job(host, *params), ""
+            except Exception:  # noqa: BLE001 - one broken job must not lose the others' results
+                return None, "%s on %s:\n%s" % (job.__name__, host.box, traceback.format_exc())
+            finally:
+                hosts.put(host)
+
+        def clean(setting):
+            done, error = on_a_host(Host.clean, setting)
+            seconds, state, problem = done or (0.0, None, error)
+            say("clean run of %-5s %5.0fs%s" % (setting, seconds, "" if state is not None else " FAILED"))
+            return state, problem
+
+        def point(spec):
+            done, error = on_a_host(Host.point, *spec)
+            row, state, problems = done or ((spec[0], "-", "-"), None, [error])
+            say("%-45s | %s | %s (done)" % row)
+            return row, state, problems
+
+        def longest_first(setting):
+            return LONGEST_FIRST.index(setting) if setting in LONGEST_FIRST else len(LONGEST_FIRST)
+
+        settings = sorted(dict.fromkeys(p[1] for p in points), key=longest_first)
+        pool = ThreadPoolExecutor(len(boxes))
+        try:
+            cleans = {setting: pool.submit(clean, setting) for setting in settings}
+            results = {spec: pool.submit(point, spec) for spec in sorted(points, key=lambda p: longest_first(p[1]))}
+            cleans = {setting: future.result() for setting, future in cleans.items()}
+            return cleans, [results[spec].result() for spec in points]
+        finally:
+            # On Ctrl-C or SIGTERM: start nothing more (main() then removes the containers).
+            pool.shutdown(wait=False, cancel_futures=True)
+
+
 def main():
     parser = argparse.ArgumentParser()
+    parser.add_argument("--jobs", type=int, default=2, help="containers at a time (default 2)")
     parser.add_argument("--only", nargs="*")
     args = parser.parse_args()
+    unknown = [name for name in args.only or [] if not any(name in (p[0], p[1]) for p in POINTS)]
+    if unknown or args.jobs < 1:
+        parser.error("--only %s names no point or setting" % unknown if unknown else "--jobs must be 1 or more")
     points = [p for p in POINTS if not args.only or p[0] in args.only or p[1] in args.only]
-    failures, rows, clean = [], [], {}
-    if any(stage(p[1]) == "driver" for p in points):
-        make_driver_image()
-    with tempfile.TemporaryDirectory() as folder:
-        inv = inventory(Path(folder) / "inventory")
-        for setting in dict.fromkeys(p[1] for p in points):
-            start_container(STAGES[stage(setting)]["image"])
-            runs, seconds, _, changed, tail = converge(inv, setting)
-            if changed != 0:
-                sys.exit("clean run of setting %r failed or did not settle (changed=%s):\n%s" % (setting, changed, tail))
-            clean[setting] = host_state()
-            print("clean run of %-5s %5.0fs" % (setting, seconds), flush=True)
-        for name, setting, task, after, power in points:
-            start_container(STAGES[stage(setting)]["image"])
-            if setting == "torn":
-                # What a power cut can leave that docker kill cannot: stamps cut short.
-                sh("docker", "exec", CONTAINER, "sh", "-c",
-                   "truncate -s 17 /opt/llama.cpp/current/build-stamp.json /srv/models/.stamps/*.json")
-                killed = "stamps truncated"
-            else:
-                rc, _, took, _ = playbook(inv, setting, kill=(task, after, power))
-                killed = "%s at %r %s after %.0fs (rc %s)" % (
-                    "power cut" if power else "SIGKILL", task, "once %s exists" % after if isinstance(after, str)
-                    else "+%ds" % after, took, rc)
-                if power:
-                    # The callback's docker kill runs on its own; wait for it (exit status 137).
-                    sh("docker", "wait", CONTAINER, timeout=120)
-                    sh("docker", "start", CONTAINER)
-                    boot()
-            problems = [] if setting == "torn" or rc == -9 else ["the run was not killed (rc %s): is %r a task of the "
-                                                                 "stage?" % (rc, task)]
-            # What dpkg was left with, before any repair.
-            unfinished = [line for line in sh("docker", "exec", CONTAINER, "dpkg-query", "-W", "-f",
-                                              "${db:Status-Abbrev} ${binary:Package}\n", check=False).stdout.splitlines()
-                          if line[1:3] not in ("i ", "n ", "c ")]
-            if unfinished:
-                killed += "; dpkg left " + ", ".join(" ".join(line.split()[::-1]) for line in unfinished)
-            elif power and stage(setting) == "driver":
-                problems.append("the power cut left dpkg with nothing unfinished: it did not land in dpkg")
-            runs, seconds, did, changed, tail = converge(inv, setting)
-            state = host_state()
-            if changed != 0:
-                problems.append("the run after the repair reported changed=%s\n%s" % (changed, tail))
-            if state != clean[setting]:
-                problems.append(diff(clean[setting], state))
-            rows.append((name, killed, "%d run(s), %.0fs: %s" % (runs, seconds, did), "ok" if not problems else "FAILED"))
-            print("%-45s | %s | %s | %s" % rows[-1], flush=True)
-            failures += ["%s:\n%s" % (name, problem) for problem in problems]
-    sh("docker", "rm", "-f", CONTAINER, check=False)
+    # SIGTERM (a CI job stopped) ends the run as Ctrl-C does, through the finally below.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("stopped by SIGTERM"))
+    boxes = ["%s-%d" % (CONTAINER, n) for n in range(1, args.jobs + 1)]
+    try:
+        cleans, results = run_all(points, boxes)
+    finally:
+        for box in boxes:
+            sh("docker", "rm", "-f", box, check=False)
+    failures = [problem for _, problem in cleans.values() if problem]
+    print("\n%-45s | %s | %s | %s" % ("point", "what was killed", "what the repair runs did", "end state"))
+    for (row, state, problems), spec in zip(results, points):
+        expected = cleans[spec[1]][0]
+        if expected is not None and state is not None and state != expected:
+            problems.append(diff(expected, state))
+        print("%-45s | %s | %s | %s" % (row + ("ok" if not problems and expected is not None else "FAILED",)),
+              flush=True)
+        failures += ["%s:\n%s" % (row[0], problem) for problem in problems]
     if failures:
         print("\n\n".join(failures), file=sys.stderr)
         sys.exit(1)

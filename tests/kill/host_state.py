@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The end state of a host after the driver or llama.cpp stage, as JSON (run inside the host; tests/kill/harness.py).
+"""The end state of a host after the driver, llama.cpp or vLLM stage, as JSON (run inside the host; tests/kill/harness.py).
 
 What the roles own, in a form two runs can be compared by: sha256 of the
 files (not their times), units with their enabled and active states and
@@ -7,7 +7,8 @@ whether each started after every file it reads last changed, package holds,
 `dpkg --audit`, leftovers of interrupted runs, and which API keys each
 server accepts; for the driver stage the apt sources, key and pins, the
 NVIDIA and CUDA packages with their dpkg states, the cuda alternative and the
-reboot requests.
+reboot requests; for the vLLM stage the install's stamp, our wheel and the
+install `current` names (unstamped virtualenvs count as leftovers).
 
     host_state.py [OLD_KEY ...]
 """
@@ -28,7 +29,8 @@ OWNED = ["/etc/systemd/system/llama-server-*", "/etc/systemd/system/llama-server
          "/etc/llama-server/*", "/usr/local/libexec/v100-llm/*", "/opt/llama.cpp/*/build-stamp.json",
          "/srv/models/*.gguf", "/etc/apt/keyrings/*", "/etc/apt/sources.list.d/*", "/etc/apt/preferences.d/*",
          "/etc/apt/apt.conf.d/*v100-llm*", "/etc/modprobe.d/*", "/etc/systemd/system/nvidia-*",
-         "/etc/systemd/system/nvidia-*.service.d/*", "/etc/profile.d/cuda.sh", "/etc/ld.so.conf.d/cuda.conf"]
+         "/etc/systemd/system/nvidia-*.service.d/*", "/etc/profile.d/cuda.sh", "/etc/ld.so.conf.d/cuda.conf",
+         "/opt/vllm/*/install-stamp.json", "/opt/vllm/wheels/*"]
 DRIVER_PACKAGES = r"^(nvidia|libnvidia|libcuda|firmware-nvidia|cuda|linux-headers)"
 LEFTOVERS = ["/srv/models/.partial/*", "/var/cache/llama.cpp/src-*", "/var/cache/llama.cpp/build-*",
              "/var/cache/llama.cpp/git/.git/index.lock"]
@@ -93,8 +95,10 @@ def main():
               if run("systemctl", "show", unit, "-p", "LoadState", "--value").strip() == "loaded"]
     packages = sorted(line for line in run("dpkg-query", "-W", "-f", "${binary:Package} ${Version} ${db:Status-Abbrev}\n")
                       .splitlines() if re.match(DRIVER_PACKAGES, line))
-    stamped = {os.path.dirname(p) for p in glob.glob("/opt/llama.cpp/*/build-stamp.json")}
-    unstamped = [p for p in glob.glob("/opt/llama.cpp/*-??????????") if os.path.isdir(p) and p not in stamped]
+    stamped = {os.path.dirname(p) for p in glob.glob("/opt/llama.cpp/*/build-stamp.json")
+               + glob.glob("/opt/vllm/*/install-stamp.json")}
+    unstamped = [p for p in glob.glob("/opt/llama.cpp/*-??????????") + glob.glob("/opt/vllm/*-??????????")
+                 if os.path.isdir(p) and p not in stamped]
     keys = {}
     for key_file in sorted(glob.glob("/etc/llama-server/*.key")):
         name = os.path.basename(key_file)[:-4]
@@ -105,6 +109,7 @@ def main():
     state = {
         "files": files,
         "current": current,
+        "vllm_current": os.path.realpath("/opt/vllm/current"),
         "units": {unit: unit_state(unit) for unit in units},
         "holds": run("apt-mark", "showhold").split(),
         "packages": packages,
