@@ -10,13 +10,18 @@ The controller and its forked workers (which Ansible puts in sessions of their
 own) die with SIGKILL, as in a crash of the controller's machine: no handler,
 no cleanup, no "PLAY RECAP". What a worker already started on the host (apt,
 cmake, a download) goes on there, as it does over SSH.
+
+A kill later than the task's start is waited for by a process of its own,
+started before the task's worker is forked: a thread of the controller that
+started `docker` while the worker was forked would share its exec pipe with
+the worker and wait for the worker's end, i.e. for the task it should cut.
 """
 from __future__ import annotations
 
 import os
 import signal
 import subprocess
-import threading
+import sys
 import time
 
 from ansible.plugins.callback import CallbackBase
@@ -47,6 +52,26 @@ def _descendants(pid):
     return found
 
 
+def _die(controller, after, when_file, container, power):
+    """Wait `after` seconds or for `when_file` in `container`, then SIGKILL the controller and what it forked."""
+    if when_file:
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline and subprocess.run(
+                ["docker", "exec", container, "test", "-e", when_file], check=False).returncode:
+            time.sleep(0.5)
+    else:
+        time.sleep(after)
+    doomed = [pid for pid in _descendants(controller) if pid != os.getpid()]
+    if power:
+        subprocess.Popen(["docker", "kill", container], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, start_new_session=True)
+    for pid in doomed + [controller]:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
 class CallbackModule(CallbackBase):
     CALLBACK_VERSION = 2.0
     CALLBACK_TYPE = "aggregate"
@@ -62,34 +87,18 @@ class CallbackModule(CallbackBase):
         self._power = os.environ.get("KILL_POWER", "") == "1"
         self._armed = bool(self._task)
 
-    def _wait_for_file(self):
-        deadline = time.monotonic() + 600
-        while time.monotonic() < deadline and subprocess.run(
-                ["docker", "exec", self._container, "test", "-e", self._when_file], check=False).returncode:
-            time.sleep(0.5)
-
-    def _die(self):
-        if self._when_file:
-            self._wait_for_file()
-        else:
-            time.sleep(self._after)
-        doomed = _descendants(os.getpid())
-        if self._power:
-            subprocess.Popen(["docker", "kill", self._container], stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL, start_new_session=True)
-        for pid in doomed:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        os.kill(os.getpid(), signal.SIGKILL)
-
     def v2_playbook_on_task_start(self, task, is_conditional):
         # The task's own name, without its role ("llama_cpp : ..."), as templated for display.
+        # Called before the strategy forks the task's worker.
         if self._armed and (task.name or "").startswith(self._task):
             self._armed = False
             if self._after or self._when_file:
-                threading.Thread(target=self._die, daemon=True).start()
+                subprocess.Popen([sys.executable, __file__, str(os.getpid())], stdin=subprocess.DEVNULL,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             else:
-                # Called before the strategy forks the task's worker.
-                self._die()
+                _die(os.getpid(), 0, "", self._container, self._power)
+
+
+if __name__ == "__main__":
+    _die(int(sys.argv[1]), float(os.environ.get("KILL_AFTER", "0") or 0), os.environ.get("KILL_WHEN_FILE", ""),
+         os.environ.get("KILL_CONTAINER", ""), os.environ.get("KILL_POWER", "") == "1")
