@@ -164,6 +164,7 @@ def make_driver_image(folder, box):
                           check=False)
     if done.returncode:
         sys.exit("tests/kill/driver-base.yml failed:\n" + done.stdout[-3000:])
+    sh("docker", "image", "rm", STAGES["driver"]["image"], check=False)  # the last run's, else left dangling
     sh("docker", "commit", box, STAGES["driver"]["image"])
 
 
