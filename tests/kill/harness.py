@@ -7,7 +7,7 @@ driver and vLLM stages a host with the GPU stand-ins and the fixture
 repository that stands in for NVIDIA's (tests/kill/driver-base.yml, built
 here). It changes a setting as a user would (a new API key, build, model,
 context size and restart time; the driver, toolkit and repository on a fresh
-host; vLLM from PyPI), and runs
+host; vLLM from a wheelhouse), and runs
 the stage's playbook with the kill_at callback: the controller and its
 workers die with SIGKILL before the named task starts (or that many seconds
 into it, or once a path exists on the host), and with a power cut the
@@ -21,7 +21,7 @@ time, each in a container of its own, and are compared once all are done:
 two overlap where one waits (on apt, pip, a slow download, a model loading);
 more only compete for the CPU, as every playbook run is mostly CPU.
 
-    tests/kill/harness.py [--jobs N] [--only NAME-OR-SETTING ...]
+    tests/kill/harness.py [--jobs N] [--only NAME-OR-SETTING ...] [--containers PREFIX]
 """
 from __future__ import annotations
 
@@ -43,8 +43,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
-# The containers are CONTAINER-1 ... CONTAINER-<jobs>; the driver image is built in CONTAINER-1.
-CONTAINER = "v100-kill"
+# The containers are <--containers>-1 ... -<jobs>; the driver image is built in the first.
+CONTAINERS = "v100-kill"
 DEMO_KEY = "demo-key-not-a-secret"
 ROTATED_KEY = "rotated-key-not-a-secret"
 MODEL = {"name": "smollm2", "url": "http://127.0.0.1:8767/models/SmolLM2-135M-Instruct.Q4_1.gguf",
@@ -59,12 +59,17 @@ FIXTURE_REPO = {"nvidia_cuda_repo_url": "http://127.0.0.1:8765/",
                 # The container runs the CI machine's kernel; the stand-in DKMS package builds nothing.
                 "nvidia_driver_kernel_packages": ["linux-headers-amd64"], "nvidia_driver_verify_dkms_build": False,
                 "nvidia_driver_branch": 550, "cuda_toolkit_version": "12.4"}
-# vLLM from PyPI on the host with the GPU stand-ins, with pip's cache shared
-# as molecule/vllm shares it.
+# vLLM on the host with the GPU stand-ins, offline from the wheelhouse that
+# scripts/vllm-wheelhouse fills once from PyPI (molecule/vllm installs from
+# the index): the path an air-gapped user takes (vllm_wheelhouse), and the
+# vLLM point's three installs download nothing (pip's own cache keeps
+# nothing behind this lab's mirror, which sends no caching headers).
+WHEELHOUSE = Path.home() / ".cache" / "v100-llm" / "wheelhouse"
+WHEELHOUSE_ON_HOST = "/opt/vllm-wheelhouse"
 STAGES = {"llama_cpp": {"playbook": "llama_cpp.yml", "image": "local/v100-kill-base", "volumes": []},
           "driver": {"playbook": "driver.yml", "image": "local/v100-kill-driver-base", "volumes": []},
           "vllm": {"playbook": "vllm.yml", "image": "local/v100-kill-driver-base",
-                   "volumes": ["%s/.cache/v100-llm/pip:/root/.cache/pip" % Path.home()]}}
+                   "volumes": ["%s:%s:ro" % (WHEELHOUSE, WHEELHOUSE_ON_HOST)]}}
 
 SETTINGS = {
     "driver": FIXTURE_REPO,
@@ -75,7 +80,7 @@ SETTINGS = {
     "unit": {"llama_server_instances": [{"name": "demo", "model": "smollm2", "port": 8080, "ctx_size": 1024}],
              "llama_server_restart_schedule": "*-*-* 05:00:00"},
     "torn": {},
-    "vllm": {"vllm_enabled": True},
+    "vllm": {"vllm_enabled": True, "vllm_wheelhouse": WHEELHOUSE_ON_HOST},
 }
 
 # Written by the stand-in nvidia-kernel-dkms postinst as its configure step
@@ -168,6 +173,15 @@ def make_driver_image(folder, box):
     sh("docker", "commit", box, STAGES["driver"]["image"])
 
 
+def fill_wheelhouse():
+    """scripts/vllm-wheelhouse into WHEELHOUSE for the hosts' Python, Debian 12's 3.11 (files already there are
+    kept: after the first time it downloads nothing)."""
+    done = subprocess.run([str(ROOT / "scripts" / "vllm-wheelhouse"), str(WHEELHOUSE), "3.11"],
+                          env=dict(os.environ, PYTHON=sys.executable), text=True, capture_output=True, check=False)
+    if done.returncode:
+        sys.exit("scripts/vllm-wheelhouse failed:\n" + (done.stdout + done.stderr)[-3000:])
+
+
 def stage(setting):
     return setting if setting in STAGES else "llama_cpp"
 
@@ -213,18 +227,24 @@ class Host:
         recap = re.search(r"%s\s*:\s*ok=\d+\s+changed=(\d+)" % self.box, text)
         return rc, int(recap.group(1)) if recap else None, took, text
 
-    def converge(self, setting):
-        """Runs until one succeeds (at most 3), then once more.
-
-        Returns (runs, seconds, what the first run did, changed of the last, its output's tail).
-        """
+    def until_success(self, setting):
+        """Runs until one succeeds, at most 3 times (downloads can fail, a killed run's step can still hold the
+        host): (runs, seconds, what the first run did, rc and output of the last)."""
         runs, seconds, did = 0, 0.0, ""
         for _ in range(3):
             rc, _, took, text = self.playbook(setting)
             runs, seconds, did = runs + 1, seconds + took, did or repairs(text)
             if rc == 0:
                 break
-        else:
+        return runs, seconds, did, rc, text
+
+    def converge(self, setting):
+        """Runs until success, then once more.
+
+        Returns (runs, seconds, what the first run did, changed of the last, its output's tail).
+        """
+        runs, seconds, did, rc, text = self.until_success(setting)
+        if rc != 0:
             return runs, seconds, did, None, text[-3000:]
         rc, changed, _, text = self.playbook(setting)
         return runs, seconds, did, changed if rc == 0 else None, text[-3000:]
@@ -235,19 +255,15 @@ class Host:
         return json.loads(done.stdout)
 
     def clean(self, setting):
-        """A clean run of the setting (up to 3 tries, as downloads can fail): (seconds, the host's state, or None
-        and why not).
+        """A clean run of the setting: (seconds, the host's state, or None and why not).
 
         A setting whose clean run a second run would change still fails: every
         point of it ends with a run that must report changed=0.
         """
         self.start(setting)
-        seconds = 0.0
-        for _ in range(3):
-            rc, _, took, text = self.playbook(setting)
-            seconds += took
-            if rc == 0:
-                return seconds, self.state(), ""
+        _, seconds, _, rc, text = self.until_success(setting)
+        if rc == 0:
+            return seconds, self.state(), ""
         return seconds, None, "the clean run of setting %r failed 3 times:\n%s" % (setting, text[-3000:])
 
     def point(self, name, setting, task, after, power):
@@ -315,6 +331,8 @@ def run_all(points, boxes):
     with tempfile.TemporaryDirectory() as folder:
         if any(STAGES[stage(p[1])]["image"] == STAGES["driver"]["image"] for p in points):
             make_driver_image(Path(folder), boxes[0])
+        if any(p[1] == "vllm" for p in points):
+            fill_wheelhouse()
         hosts = queue.Queue()
         for box in boxes:
             hosts.put(Host(Path(folder) / box, box))
@@ -365,6 +383,8 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--jobs", type=int, default=2, help="containers at a time (default 2)")
     parser.add_argument("--only", nargs="*")
+    parser.add_argument("--containers", default=CONTAINERS,
+                        help="container names' prefix (default %s): two runs at once need different ones" % CONTAINERS)
     args = parser.parse_args()
     unknown = [name for name in args.only or [] if not any(name in (p[0], p[1]) for p in POINTS)]
     if unknown or args.jobs < 1:
@@ -372,7 +392,7 @@ def main():
     points = [p for p in POINTS if not args.only or p[0] in args.only or p[1] in args.only]
     # SIGTERM (a CI job stopped) ends the run as Ctrl-C does, through the finally below.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("stopped by SIGTERM"))
-    boxes = ["%s-%d" % (CONTAINER, n) for n in range(1, args.jobs + 1)]
+    boxes = ["%s-%d" % (args.containers, n) for n in range(1, args.jobs + 1)]
     try:
         cleans, results = run_all(points, boxes)
     finally:

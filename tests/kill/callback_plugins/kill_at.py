@@ -52,6 +52,12 @@ def _descendants(pid):
     return found
 
 
+def _settings():
+    """_die's arguments from KILL_AFTER, KILL_WHEN_FILE, KILL_CONTAINER and KILL_POWER."""
+    return {"after": float(os.environ.get("KILL_AFTER", "0") or 0), "when_file": os.environ.get("KILL_WHEN_FILE", ""),
+            "container": os.environ.get("KILL_CONTAINER", ""), "power": os.environ.get("KILL_POWER", "") == "1"}
+
+
 def _die(controller, after, when_file, container, power):
     """Wait `after` seconds or for `when_file` in `container`, then SIGKILL the controller and what it forked."""
     if when_file:
@@ -81,10 +87,7 @@ class CallbackModule(CallbackBase):
     def __init__(self):
         super().__init__()
         self._task = os.environ.get("KILL_AT_TASK", "")
-        self._after = float(os.environ.get("KILL_AFTER", "0") or 0)
-        self._when_file = os.environ.get("KILL_WHEN_FILE", "")
-        self._container = os.environ.get("KILL_CONTAINER", "")
-        self._power = os.environ.get("KILL_POWER", "") == "1"
+        self._settings = _settings()
         self._armed = bool(self._task)
 
     def v2_playbook_on_task_start(self, task, is_conditional):
@@ -92,13 +95,12 @@ class CallbackModule(CallbackBase):
         # Called before the strategy forks the task's worker.
         if self._armed and (task.name or "").startswith(self._task):
             self._armed = False
-            if self._after or self._when_file:
+            if self._settings["after"] or self._settings["when_file"]:
                 subprocess.Popen([sys.executable, __file__, str(os.getpid())], stdin=subprocess.DEVNULL,
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             else:
-                _die(os.getpid(), 0, "", self._container, self._power)
+                _die(os.getpid(), **self._settings)
 
 
 if __name__ == "__main__":
-    _die(int(sys.argv[1]), float(os.environ.get("KILL_AFTER", "0") or 0), os.environ.get("KILL_WHEN_FILE", ""),
-         os.environ.get("KILL_CONTAINER", ""), os.environ.get("KILL_POWER", "") == "1")
+    _die(int(sys.argv[1]), **_settings())
