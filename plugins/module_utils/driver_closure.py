@@ -201,7 +201,8 @@ def choose_anchor(index: Index, top: str, branch: int, requested: str,
 
 def resolve_closure(index: Index, tops: Sequence[str], branch: int, requested: str = "",
                     installed: Optional[Mapping[str, str]] = None, absent: Iterable[str] = ()) -> Dict[str, object]:
-    """{"anchor", "packages": [{"name", "version"}], "missing": [names to fetch], "error"}.
+    """{"anchor", "packages": [{"name", "version"}], "missing": [names to fetch], "error"}, and "unknown": the
+    packages asked for that apt has no record of (its lists lack the repository), when that is the error.
 
     "missing" lists names the index has no record of yet: the caller fetches them
     (apt-cache show, showpkg for virtual names) and calls again, passing the names
@@ -217,7 +218,7 @@ def resolve_closure(index: Index, tops: Sequence[str], branch: int, requested: s
     unknown_tops = sorted(top for top in tops if top not in index.versions)
     if unknown_tops:
         fetch = [top for top in unknown_tops if top not in absent]
-        return {"anchor": None, "packages": [], "missing": fetch,
+        return {"anchor": None, "packages": [], "missing": fetch, "unknown": [] if fetch else unknown_tops,
                 "error": None if fetch else "apt knows no package named %s" % ", ".join(unknown_tops)}
     anchor, error = choose_anchor(index, tops[0], branch, requested, installed)
     if anchor is None:
@@ -290,6 +291,22 @@ def pin_groups(packages: Sequence[Mapping[str, str]]) -> List[Dict[str, object]]
     return [{"version": version, "names": sorted(names)} for version, names in sorted(groups.items())]
 
 
+def preferring(first: Callable[[List[str]], str], rest: Callable[[List[str]], str]) -> Callable[[List[str]], str]:
+    """A `run` whose `apt-cache show` answers each name from `first` when it knows the name, else from `rest`.
+
+    The driver's names then come from its own repository's records only, while
+    its dependencies outside that repository (dkms, libc6) are still found.
+    """
+    def run(argv: List[str]) -> str:
+        if argv[:2] != ["apt-cache", "show"]:
+            return rest(argv)
+        found = first(argv)
+        known = {record["Package"] for record in parse_records(found)}
+        others = [name for name in argv[2:] if name not in known]
+        return found + ("\n" + rest(argv[:2] + others) if others else "")
+    return run
+
+
 # Enough for NVIDIA's deepest chain (cuda-drivers -> nvidia-driver -> ... -> nvidia-alternative).
 MAX_ROUNDS = 20
 
@@ -322,4 +339,5 @@ def collect_closure(run: Callable[[List[str]], str], packages: Sequence[str], br
         result["error"] = "apt's records did not settle after %d rounds: %s" % (
             MAX_ROUNDS, ", ".join(result["missing"]))
     result["pins"] = pin_groups(result.get("packages", []))
+    result.setdefault("unknown", [])
     return result

@@ -25,8 +25,10 @@ BRANCH_INDEPENDENT = frozenset({"nvidia-modprobe"})
 # Ubuntu's prebuilt modules are versioned like the kernel and must follow its
 # updates: never held (plugins/module_utils/driver_plan.py).
 KERNEL_VERSIONED_PREFIX = "linux-modules-nvidia-"
+# "nvidia-current/535.261.03, 6.1.0-57-amd64, x86_64: installed" (3.x), "nvidia, 535.x, <kernel>, <arch>: built"
+# (2.x); a module added but built for no kernel has no kernel and arch ("nvidia-current/535.261.03: added").
 _DKMS_LINE = re.compile(
-    r"^(?P<module>[^/,\s]+)[/,] ?(?P<version>[^,\s]+), (?P<kernel>[^,\s]+), (?P<arch>[^:\s]+): (?P<state>\w+)")
+    r"^(?P<module>[^/,\s]+)[/,] ?(?P<version>[^,:\s]+)(?:, (?P<kernel>[^,\s]+), (?P<arch>[^:\s]+))?: (?P<state>\w+)")
 
 
 def driver_branch(version: str) -> Optional[int]:
@@ -99,6 +101,17 @@ def open_flavor_installs(simulated: List[Tuple[str, str]]) -> List[str]:
 def parse_dkms_status(text: str) -> List[Dict[str, str]]:
     """Entries of `dkms status` (both the 2.x `m, v, k, a: s` and 3.x `m/v, k, a: s` forms)."""
     return [m.groupdict() for m in map(_DKMS_LINE.match, text.splitlines()) if m]
+
+
+def dkms_registered(entries: List[Dict[str, str]], branch: int) -> bool:
+    """Whether DKMS's tree has an NVIDIA module of the branch at all (added, built or installed, for any kernel).
+
+    `dkms remove` for a module's last kernel deletes it from the tree (dkms
+    3.0.10 remove_module: "Deleting module ... completely from the DKMS tree"),
+    and `dkms autoinstall` then has nothing to build: the package that
+    registers it must be installed again.
+    """
+    return any(e["module"].startswith("nvidia") and driver_branch(e["version"]) == branch for e in entries)
 
 
 def dkms_kernels(entries: List[Dict[str, str]], branch: int) -> List[str]:

@@ -37,7 +37,9 @@ Runs on the managed host's Python (3.8+): no third-party imports.
 from __future__ import annotations
 
 import re
-from typing import Any, Collection, Dict, List, Optional, Sequence
+from typing import Any, Collection, Dict, List, Mapping, Optional, Sequence
+
+from ansible.module_utils.driver_closure import compare_versions
 
 # The GA kernel series of each Ubuntu LTS (Ubuntu kernel release cycle,
 # ubuntu.com/about/release-cycle#ubuntu-kernel-release-cycle): a generic or
@@ -79,6 +81,28 @@ def source_error(source: str, distribution: str, branch: int) -> Optional[str]:
     return ("nvidia_driver_branch=%d with nvidia_driver_source=distro on %s: its archive packages only the %s "
             "branch (nvidia-graphics-drivers). Use nvidia_driver_branch=%d, or nvidia_driver_source=cuda_repo for %d"
             % (branch, distribution, "/".join(map(str, packaged)), packaged[-1], branch))
+
+
+def kept_version_error(dkms: bool, version: str, branch: int) -> Optional[str]:
+    """Why nvidia_driver_package_version cannot be kept on Ubuntu's prebuilt path, else None.
+
+    Canonical builds each kernel's linux-modules-nvidia-<branch>-server-<abi>-<flavour>
+    against the driver version of that kernel release, and it depends on
+    nvidia-kernel-common-<branch>-server (>= that version) (src:linux-restricted-modules;
+    packages.ubuntu.com/focal/amd64/kernel/linux-modules-nvidia-450-server-aws:
+    "nvidia-kernel-common-450-server (>= 450.248.02)"). A driver kept at one
+    version would keep the next kernel's module out, and that kernel would boot
+    without one; so on that path the driver follows the branch with the kernel.
+    """
+    if dkms or not version:
+        return None
+    return ("nvidia_driver_package_version=%s with Ubuntu's prebuilt modules (nvidia_driver_prebuilt_modules=true): "
+            "Canonical builds each kernel's linux-modules-nvidia-%d-server package against the driver version of "
+            "that kernel release (it depends on nvidia-kernel-common-%d-server >= that version), so a driver kept "
+            "at one version would leave the next kernel without a module. On this path the driver follows branch "
+            "%d with the kernel, unheld. Set nvidia_driver_package_version to \"\", or nvidia_driver_prebuilt_modules "
+            "to false (DKMS builds the module of the version you choose for every kernel)" % (version, branch, branch,
+                                                                                              branch))
 
 
 def driver_packages(source: str, distribution: str, branch: int, prebuilt: bool, modprobe: bool) -> List[str]:
@@ -129,7 +153,9 @@ def per_kernel_package(kernel: str, dkms: bool, branch: int) -> str:
 
 
 def kernel_packages(flavour: str, kernel_release: str, boot_kernel: Optional[str], dkms: bool, branch: int,
-                    available: Collection[str], installed_flavours: Sequence[str]) -> Dict[str, Any]:
+                    available: Collection[str], installed_flavours: Sequence[str],
+                    image_meta_version: Optional[str] = None,
+                    meta_policy: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
     """The kernel-side packages: {"packages": [...], "upgrade": bool, "error": str or None}.
 
     The flavour's meta keeps every later kernel covered (DKMS builds on each
@@ -139,9 +165,13 @@ def kernel_packages(flavour: str, kernel_release: str, boot_kernel: Optional[str
     image meta is brought to the current kernel (upgrade: state latest) so the
     reboot the driver asks for lands on it; only where the host follows that
     meta: a kernel managed by hand is refused, not replaced. `available` is
-    the set of names apt knows.
+    the set of names apt knows; `image_meta_version` the installed
+    linux-image-<flavour>'s version, `meta_policy` the headers meta's
+    parse_apt_policy.
     """
     meta = per_kernel_package(flavour, dkms, branch)
+    pinned_meta = meta + "=" + image_meta_version if dkms and headers_meta_behind_image(
+        image_meta_version, meta_policy) else meta
     if meta not in available:
         return {"packages": [], "upgrade": False, "error": (
             "apt has no %s, the meta package of the running kernel's flavour %s: the kernel is not one the "
@@ -152,7 +182,7 @@ def kernel_packages(flavour: str, kernel_release: str, boot_kernel: Optional[str
     own = [per_kernel_package(kernel, dkms, branch) for kernel in kernels]
     own = [name for name in own if name in available]
     if own:
-        return {"packages": [meta] + own, "upgrade": False, "error": None}
+        return {"packages": [pinned_meta] + own, "upgrade": False, "error": None}
     image = "linux-image-%s" % flavour
     if flavour not in installed_flavours or image not in available:
         return {"packages": [], "upgrade": False, "error": (
@@ -161,6 +191,32 @@ def kernel_packages(flavour: str, kernel_release: str, boot_kernel: Optional[str
             "packages in nvidia_driver_kernel_packages" % (per_kernel_package(kernel_release, dkms, branch),
                                                           kernel_release, image))}
     return {"packages": [image, meta], "upgrade": True, "error": None}
+
+
+def parse_apt_policy(text: str) -> Dict[str, Any]:
+    """`apt-cache policy <one name>`: {"installed", "candidate" (None for "(none)"), "versions": [...]}."""
+    fields = dict(re.findall(r"^\s+(Installed|Candidate): (\S+)$", text, re.M))
+    return {"installed": None if fields.get("Installed", "(none)") == "(none)" else fields["Installed"],
+            "candidate": None if fields.get("Candidate", "(none)") == "(none)" else fields["Candidate"],
+            "versions": re.findall(r"^(?: {5}| \*\*\* )(\S+) -?\d+$", text, re.M)}
+
+
+def headers_meta_behind_image(image_meta_version: Optional[str], meta_policy: Optional[Mapping[str, Any]]) -> bool:
+    """Whether the headers meta must be asked for at the installed image meta's version.
+
+    Both metas come from one source version (src:linux's linux-headers-<flavour>,
+    linux-signed-amd64's linux-image-<flavour>: 6.1.192-3 each in bookworm-security).
+    A kernel taken from bookworm-backports (`apt install -t bookworm-backports
+    linux-image-amd64`, as Debian documents it; backports has priority 100)
+    leaves apt's headers candidate on bookworm's series, so DKMS would never see
+    the headers of that kernel's updates. Only where apt has that version and
+    it is newer than both the candidate and what is installed: a host merely
+    behind on updates keeps apt's candidate, and nothing is ever downgraded.
+    """
+    if not image_meta_version or not meta_policy or image_meta_version not in meta_policy["versions"]:
+        return False
+    return all(compare_versions(image_meta_version, other) > 0
+               for other in (meta_policy["candidate"], meta_policy["installed"]) if other)
 
 
 def _version_key(text: str) -> List[object]:

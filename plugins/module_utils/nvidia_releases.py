@@ -10,11 +10,26 @@ Three tables the driver and toolkit rules read, each as NVIDIA publishes it
   Installation Guide for Linux of that release, "Supported Linux
   Distributions"; nvcc's crt/host_config.h refuses newer: "unsupported GNU
   version! gcc versions later than N are not supported!").
-- DRIVER_BRANCH_LIFECYCLE: the data-center branches NVIDIA still supports, with
-  their kind and end of life (NVIDIA Data Center Drivers, "Supported Drivers
-  and CUDA Toolkit Versions", table "CUDA and Drivers", pages 615 and 620);
-  UNSUPPORTED_BRANCHES: the branches this toolkit knows that are no longer in
-  that table, which lists every supported long-term and production branch.
+- DRIVER_BRANCH_LIFECYCLE: the data-center branches with a published end of
+  life, with their kind (NVIDIA Data Center Drivers, "Supported Drivers and
+  CUDA Toolkit Versions", table "CUDA and Drivers", pages 615 and 620; 535's
+  June 2026 is past, and page 620 no longer lists it: preflight compares the
+  date); UNSUPPORTED_BRANCHES: the branches this toolkit knows that were
+  dropped from that table without a date of their own.
+
+Last checked 2026-12-02, against:
+- debian12's repository listing (developer.download.nvidia.com/compute/cuda/
+  repos/debian12/x86_64/): the first toolkit is cuda-12-3 (2023-10-16);
+- ubuntu2404 and ubuntu2204: NVIDIA's CUDA container Dockerfiles per release
+  (gitlab.com/nvidia/container-images/cuda, dist/<release>/<distro>): the
+  first ubuntu2404 one is 12.5.1, and no 12.7 exists (the listings themselves
+  were not readable from here);
+- host_config.h of every nvcc above, from NVIDIA's nvidia-cuda-nvcc-cu12
+  wheels on PyPI: "#if __GNUC__ > 12" in 12.0-12.3, "> 13" in 12.4-12.6,
+  "> 14" in 12.8-12.9;
+- pages 615 and 620 above (R535 June 2026, R580 June 2028; R550, R570 and
+  R575 not listed); packages.ubuntu.com and packages.debian.org for each
+  distribution's gcc (jammy 11.2, noble 13.2, bookworm 12.2).
 
 Plus two small pure functions: the repository name for a distribution, and
 the default toolkit for a distribution and a driver branch.

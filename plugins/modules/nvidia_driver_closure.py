@@ -36,6 +36,14 @@ options:
         keeps both records when their contents differ, and the role's pin by origin installs only the other one.
     type: str
     default: ""
+  prefer_label:
+    description:
+      - Read the records of every name that the package lists of repositories with this Release C(Label) carry from
+        those lists only (C(NVIDIA CUDA) for NVIDIA's driver), and the other names (C(dkms), C(libc6)) from every list,
+        so that a distribution source carrying a driver name at the same version cannot lend its record to the set.
+      - Not with I(exclude_label).
+    type: str
+    default: ""
 author:
   - V100 LLM host toolkit
 """
@@ -61,6 +69,12 @@ pins:
   description: The same, grouped by version for apt preferences, each with C(version) and C(names).
   returned: always
   type: list
+unknown:
+  description:
+    - The packages asked for that apt has no record of at all, when that is the error (its lists lack the
+      repository, as in check mode before the repository was really added).
+  returned: always
+  type: list
 error:
   description: Why no consistent set could be chosen, else null.
   returned: always
@@ -71,21 +85,23 @@ import glob
 import os
 import shutil
 import tempfile
+from typing import List, Optional
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.driver_closure import collect_closure
+from ansible.module_utils.driver_closure import collect_closure, preferring
 from ansible.module_utils.driver_packages import DPKG_QUERY_FORMAT, parse_dpkg_query
 
 
 LISTS = "/var/lib/apt/lists"
 
 
-def lists_without(module: AnsibleModule, label: str):
-    """A folder of links to apt's lists, less the package lists whose Release has `label`; None when none has."""
+def lists_folder(module: AnsibleModule, keep_label) -> Optional[str]:
+    """A folder of links to apt's lists, less the package lists whose Release label `keep_label(label)` rejects;
+    None when it rejects none."""
     _, out, _ = module.run_command(["apt-get", "indextargets", "--format", "$(FILENAME)\t$(LABEL)",
                                     "Created-By: Packages"], environ_update={"LANG": "C"})
     targets = [line.split("\t", 1) for line in out.splitlines() if "\t" in line]
-    left_out = {path for path, target_label in targets if target_label == label}
+    left_out = {path for path, target_label in targets if not keep_label(target_label)}
     if not left_out:
         return None
     folder = tempfile.mkdtemp(prefix="nvidia-driver-closure-")
@@ -97,6 +113,22 @@ def lists_without(module: AnsibleModule, label: str):
     return folder
 
 
+def apt_cache(module: AnsibleModule, lists: Optional[str], with_dpkg_status: bool = True):
+    """`run(argv) -> stdout`, with apt-cache reading only the lists in `lists` (and dpkg's status unless told not
+    to) when given."""
+    # An in-memory cache of those lists only, nothing written.
+    restrict = (["-o", "Dir::State::Lists=" + lists, "-o", "Dir::Cache::pkgcache=", "-o", "Dir::Cache::srcpkgcache="]
+                if lists else [])
+    restrict += [] if with_dpkg_status else ["-o", "Dir::State::status=/dev/null"]
+
+    def run(argv: List[str]) -> str:
+        # apt-cache skips names it does not know (and may exit non-zero for them); the output is what counts.
+        if argv[0] == "apt-cache":
+            argv = argv[:1] + restrict + argv[1:]
+        return module.run_command(argv, environ_update={"LANG": "C"})[1]
+    return run
+
+
 def main() -> None:
     module = AnsibleModule(
         argument_spec=dict(
@@ -104,21 +136,21 @@ def main() -> None:
             packages=dict(type="list", elements="str", required=True),
             version=dict(type="str", default=""),
             exclude_label=dict(type="str", default=""),
+            prefer_label=dict(type="str", default=""),
         ),
         supports_check_mode=True,
     )
-    lists = lists_without(module, module.params["exclude_label"]) if module.params["exclude_label"] else None
-    # An in-memory cache of those lists only (and dpkg's status), nothing written.
-    restrict = (["-o", "Dir::State::Lists=" + lists, "-o", "Dir::Cache::pkgcache=", "-o", "Dir::Cache::srcpkgcache="]
-                if lists else [])
-
-    def run(argv):
-        # apt-cache skips names it does not know (and may exit non-zero for them); the output is what counts.
-        if argv[0] == "apt-cache":
-            argv = argv[:1] + restrict + argv[1:]
-        return module.run_command(argv, environ_update={"LANG": "C"})[1]
-
+    label, prefer = module.params["exclude_label"], module.params["prefer_label"]
+    if label and prefer:
+        module.fail_json(msg="exclude_label=%s and prefer_label=%s: give one of them" % (label, prefer))
+    # exclude_label: the lists without that label's; prefer_label: that label's lists, read first.
+    lists = (lists_folder(module, lambda target: target != label) if label else
+             lists_folder(module, lambda target: target == prefer) if prefer else None)
     try:
+        run = apt_cache(module, lists)
+        if prefer and lists:
+            # The repository's own records first; an installed version of another origin is found with the rest.
+            run = preferring(apt_cache(module, lists, with_dpkg_status=False), apt_cache(module, None))
         installed = dict(parse_dpkg_query(run(["dpkg-query", "-W", "-f", DPKG_QUERY_FORMAT])))
         result = collect_closure(run, module.params["packages"], module.params["branch"], module.params["version"],
                                  installed)
@@ -126,7 +158,7 @@ def main() -> None:
         if lists:
             shutil.rmtree(lists, ignore_errors=True)
     module.exit_json(changed=False, anchor=result.get("anchor"), packages=result.get("packages", []),
-                     pins=result["pins"], error=result.get("error"))
+                     pins=result["pins"], unknown=result["unknown"], error=result.get("error"))
 
 
 if __name__ == "__main__":

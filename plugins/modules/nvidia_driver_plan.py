@@ -26,6 +26,12 @@ options:
     description: Ubuntu's prebuilt signed modules instead of DKMS (distro source on Ubuntu only).
     type: bool
     default: false
+  version:
+    description:
+      - C(nvidia_driver_package_version). Refused with Ubuntu's prebuilt modules, where the driver follows the branch
+        with each kernel.
+    type: str
+    default: ""
   modprobe:
     description: Install C(nvidia-modprobe) too.
     type: bool
@@ -114,8 +120,9 @@ secure_boot:
   type: dict
 error:
   description:
-    - Why the driver must not be installed on this host (a branch the source does not package, a kernel whose packages
-      apt does not have, Secure Boot without an enrolled key), else null.
+    - Why the driver must not be installed on this host (a branch the source does not package, a version kept on
+      Ubuntu's prebuilt path, a kernel whose packages apt does not have, Secure Boot without an enrolled key), else
+      null.
   returned: always
   type: str
 """
@@ -132,9 +139,11 @@ from ansible.module_utils.driver_plan import (
     flavour_error,
     grub_default,
     image_flavours,
+    kept_version_error,
     kernel_flavour,
     kernel_packages,
     kernels_needing_module,
+    parse_apt_policy,
     per_kernel_package,
     source_error,
     uses_dkms,
@@ -184,12 +193,19 @@ def apt_has(module: AnsibleModule, names: List[str]) -> List[str]:
     return re.findall(r"^Package: (\S+)$", out, re.M)
 
 
+def apt_policy(module: AnsibleModule, name: str):
+    """`apt-cache policy name`, parsed (driver_plan.parse_apt_policy)."""
+    _, out, _ = module.run_command(["apt-cache", "policy", name], environ_update={"LANG": "C"})
+    return parse_apt_policy(out)
+
+
 def main() -> None:
     module = AnsibleModule(
         argument_spec=dict(
             source=dict(type="str", required=True, choices=["cuda_repo", "distro"]),
             branch=dict(type="int", required=True),
             prebuilt=dict(type="bool", default=False),
+            version=dict(type="str", default=""),
             modprobe=dict(type="bool", default=True),
             flavour=dict(type="str", default=""),
             kernel_packages=dict(type="list", elements="str", default=[]),
@@ -204,9 +220,11 @@ def main() -> None:
     dkms = uses_dkms(params["source"], distribution, params["prebuilt"])
 
     # dpkg-query exits 1 when a pattern matches nothing; its output is still right.
-    _, out, _ = module.run_command(["dpkg-query", "-W", "-f", "${Package} ${db:Status-Abbrev}\n", "linux-image-*"])
-    installed = [fields[0] for fields in map(str.split, out.splitlines()) if len(fields) == 2 and fields[1][1] == "i"]
-    installed_flavours = image_flavours(installed)
+    _, out, _ = module.run_command(["dpkg-query", "-W", "-f", "${Package} ${db:Status-Abbrev} ${Version}\n",
+                                    "linux-image-*"])
+    installed = {fields[0]: fields[2] for fields in map(str.split, out.splitlines())
+                 if len(fields) == 3 and fields[1][1] == "i"}
+    installed_flavours = image_flavours(list(installed))
     flavour = params["flavour"] or kernel_flavour(distribution, params["distribution_version"], kernel,
                                                   installed_flavours)
     boot_kernel = boot_default_kernel(glob.glob("/boot/vmlinuz-*"))
@@ -220,7 +238,11 @@ def main() -> None:
     if params["kernel_packages"]:
         kernel_plan = {"packages": params["kernel_packages"], "upgrade": False, "error": None}
     elif flavour:
-        kernel_plan = kernel_packages(flavour, kernel, boot_kernel, dkms, branch, available, installed_flavours)
+        image_meta_version = installed.get("linux-image-%s" % flavour)
+        meta_policy = (apt_policy(module, per_kernel_package(flavour, dkms, branch))
+                       if image_meta_version and dkms else None)
+        kernel_plan = kernel_packages(flavour, kernel, boot_kernel, dkms, branch, available, installed_flavours,
+                                      image_meta_version, meta_policy)
     else:
         kernel_plan = {"packages": [], "upgrade": False, "error": flavour_error(distribution, kernel)}
 
@@ -259,7 +281,8 @@ def main() -> None:
         module_kernels=kernels_needing_module(boot_kernel, kernel, ready),
         secure_boot=dict(enabled=secure_boot, read_from=read_from, certificate=certificate,
                          certificate_exists=certificate_exists, key_state=key_state, refusal=refusal),
-        error=source_error(params["source"], distribution, branch) or kernel_plan["error"] or refusal,
+        error=(source_error(params["source"], distribution, branch)
+               or kept_version_error(dkms, params["version"], branch) or kernel_plan["error"] or refusal),
     )
 
 

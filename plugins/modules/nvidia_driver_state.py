@@ -36,6 +36,16 @@ options:
         at another upstream version (Debian's nvidia-tesla-535-* beside nvidia-graphics-drivers) are removed too.
     type: str
     default: ""
+  preferences:
+    description:
+      - The apt preferences the role is about to write to I(preferences_file); the simulation reads them in its
+        place (with the other files of C(/etc/apt/preferences.d)), so that it runs before the file is written.
+    type: str
+    default: ""
+  preferences_file:
+    description: The file of C(/etc/apt/preferences.d) that I(preferences) replaces in the simulation.
+    type: str
+    default: ""
 author:
   - V100 LLM host toolkit
 """
@@ -78,14 +88,23 @@ simulation_error:
   returned: always
   type: str
 dkms:
-  description: C(dkms status) entries (module, version, kernel, arch, state).
+  description: C(dkms status) entries (module, version, kernel, arch, state; kernel and arch null for an added module).
   returned: always
   type: list
 dkms_kernels:
   description: Kernels for which DKMS built and installed an NVIDIA module of the branch.
   returned: always
   type: list
+dkms_registered:
+  description: Whether DKMS's tree has an NVIDIA module of the branch at all (added, built or installed).
+  returned: always
+  type: bool
 """
+
+import glob
+import os
+import shutil
+import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.driver_packages import (
@@ -93,6 +112,7 @@ from ansible.module_utils.driver_packages import (
     DPKG_QUERY_FORMAT,
     KERNEL_VERSIONED_PREFIX,
     dkms_kernels,
+    dkms_registered,
     foreign_branch_installs,
     open_flavor_installs,
     other_branch_packages,
@@ -106,6 +126,20 @@ DRIVER_PACKAGE_PATTERNS = ["nvidia-*", "libnvidia-*", "cuda-drivers*", "xserver-
                            "linux-modules-nvidia-*"]
 
 
+PREFERENCES_PARTS = "/etc/apt/preferences.d"
+
+
+def preferences_parts(text: str, replaced: str) -> str:
+    """A folder with the host's preferences files, `replaced` holding `text` (written there or not yet)."""
+    folder = tempfile.mkdtemp(prefix="nvidia-driver-state-")
+    for path in glob.glob(os.path.join(PREFERENCES_PARTS, "*")):
+        if os.path.isfile(path) and os.path.basename(path) != os.path.basename(replaced):
+            os.symlink(path, os.path.join(folder, os.path.basename(path)))
+    with open(os.path.join(folder, os.path.basename(replaced)), "w", encoding="utf-8") as handle:
+        handle.write(text)
+    return folder
+
+
 def main() -> None:
     module = AnsibleModule(
         argument_spec=dict(
@@ -113,7 +147,10 @@ def main() -> None:
             packages=dict(type="list", elements="str", default=[]),
             keep=dict(type="list", elements="str", default=[]),
             anchor=dict(type="str", default=""),
+            preferences=dict(type="str", default=""),
+            preferences_file=dict(type="str", default=""),
         ),
+        required_together=[("preferences", "preferences_file")],
         supports_check_mode=True,
     )
     branch = module.params["branch"]
@@ -127,13 +164,20 @@ def main() -> None:
                           | set(stale_packages(installed, branch, keep, module.params["anchor"])))
     simulated, simulation_error = [], None
     if module.params["packages"]:
-        # As the role will do it: the other branch's (held) packages go, ours come.
+        # As the role will do it: the other branch's (held) packages go, ours come, under the pins it writes.
         removals = [name + "-" for name in other_branch]
-        rc, out, err = module.run_command(
-            # Without recommends, as the role installs them.
-            ["apt-get", "-s", "-q", "-o", "APT::Install-Recommends=false", "--allow-change-held-packages", "install"]
-            + module.params["packages"] + removals,
-            environ_update={"LANG": "C"})
+        parts = (preferences_parts(module.params["preferences"], module.params["preferences_file"])
+                 if module.params["preferences_file"] else None)
+        try:
+            rc, out, err = module.run_command(
+                # Without recommends, as the role installs them.
+                ["apt-get", "-s", "-q", "-o", "APT::Install-Recommends=false", "--allow-change-held-packages"]
+                + (["-o", "Dir::Etc::PreferencesParts=" + parts] if parts else [])
+                + ["install"] + module.params["packages"] + removals,
+                environ_update={"LANG": "C"})
+        finally:
+            if parts:
+                shutil.rmtree(parts, ignore_errors=True)
         if rc == 0:
             simulated = parse_apt_simulation(out)
         else:
@@ -157,6 +201,7 @@ def main() -> None:
         simulation_error=simulation_error,
         dkms=dkms,
         dkms_kernels=dkms_kernels(dkms, branch),
+        dkms_registered=dkms_registered(dkms, branch),
     )
 
 

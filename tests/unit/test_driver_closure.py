@@ -18,6 +18,7 @@ from ansible.module_utils.driver_closure import (
     parse_records,
     parse_relations,
     pin_groups,
+    preferring,
     resolve_closure,
     upstream_version,
 )
@@ -142,3 +143,30 @@ def test_a_package_versioned_like_the_kernel_is_left_to_apt():
 
 def test_epochs_split_at_the_first_colon():
     assert compare_versions("1:2:3-1", "1:2:4-1") < 0 and compare_versions("2:1.0", "1:9.0") > 0
+
+
+def test_the_preferred_repository_answers_for_its_names_and_the_rest_come_from_every_list():
+    # NVIDIA's lists and a distribution source both carry libcuda1 550.163.01-1 (with other Depends);
+    # dkms is in the distribution's lists only.
+    nvidia = {"libcuda1": "Package: libcuda1\nVersion: 550.163.01-1\nDepends: nvidia-alternative (= 550.163.01-1)\n"}
+    everything = {"libcuda1": "Package: libcuda1\nVersion: 550.163.01-1\nDepends: libnvidia-trixie-only\n",
+                  "dkms": "Package: dkms\nVersion: 3.0.10-8+deb12u1\n"}
+
+    def lists(records):
+        def run(argv):
+            return "\n".join(records[name] for name in argv[2:] if name in records)
+        return run
+
+    run = preferring(lists(nvidia), lists(everything))
+    records = parse_records(run(["apt-cache", "show", "libcuda1", "dkms"]))
+    assert [(r["Package"], r.get("Depends")) for r in records] == [
+        ("libcuda1", "nvidia-alternative (= 550.163.01-1)"), ("dkms", None)]
+
+
+def test_packages_apt_has_no_record_of_are_named_apart_from_other_errors():
+    unknown = collect_closure(lambda argv: "", ["cuda-drivers-550"], 550)
+    assert unknown["unknown"] == ["cuda-drivers-550"] and "apt knows no package named" in unknown["error"]
+    records = "Package: cuda-drivers-550\nVersion: 550.163.01-1\n"
+    wrong_version = collect_closure(lambda argv: records if argv[:2] == ["apt-cache", "show"] else "",
+                                    ["cuda-drivers-550"], 550, "550.54.15")
+    assert wrong_version["unknown"] == [] and "is not available" in wrong_version["error"]

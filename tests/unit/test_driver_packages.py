@@ -5,6 +5,7 @@ import pytest
 
 from ansible.module_utils.driver_packages import (
     dkms_kernels,
+    dkms_registered,
     driver_branch,
     foreign_branch_installs,
     open_flavor_installs,
@@ -107,3 +108,14 @@ def test_stale_packages_of_the_same_branch_outside_the_set():
     # Packages of the anchor's own version stay (another package of the same driver), and no anchor: nothing.
     assert stale_packages([("nvidia-settings", "535.261.03-1")], 535, keep, "535.261.03-1") == []
     assert stale_packages(installed, 535, keep, "") == []
+
+
+def test_a_module_dkms_lost_from_its_tree_is_told_from_one_built_for_no_kernel_yet():
+    added = parse_dkms_status("nvidia-current/535.261.03: added\n")
+    assert added == [{"module": "nvidia-current", "version": "535.261.03", "kernel": None, "arch": None,
+                      "state": "added"}]
+    assert dkms_registered(added, 535) and dkms_kernels(added, 535) == []
+    assert not dkms_registered(parse_dkms_status(""), 535)
+    assert not dkms_registered(parse_dkms_status("nvidia-current/550.163.01: added\n"), 535)
+    old_format = parse_dkms_status("nvidia, 535.261.03, 6.1.0-50-amd64, x86_64: installed\n")
+    assert dkms_registered(old_format, 535) and dkms_kernels(old_format, 535) == ["6.1.0-50-amd64"]

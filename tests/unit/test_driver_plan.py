@@ -3,14 +3,18 @@ from __future__ import annotations
 
 import pytest
 
+from conftest import RECORDED
+
 from ansible.module_utils.driver_plan import (
     boot_default_kernel,
     driver_packages,
     grub_default,
+    headers_meta_behind_image,
     image_flavours,
     kernel_flavour,
     kernel_packages,
     kernels_needing_module,
+    parse_apt_policy,
     source_error,
     uses_dkms,
 )
@@ -143,3 +147,52 @@ def test_debian_packages_only_535():
     assert source_error("distro", "Ubuntu", 580) is None
     assert source_error("distro", "Debian", 580).startswith(
         "nvidia_driver_branch=580 with nvidia_driver_source=distro on Debian: its archive packages only the 535 branch")
+
+
+# Recorded with bookworm, -security and -backports configured: backports' 6.12
+# metas have priority 100, so apt's headers candidate stays on bookworm's 6.1.
+BACKPORTS_POLICY = parse_apt_policy(
+    (RECORDED / "apt-cache-policy_linux-headers-amd64_bookworm-backports.txt").read_text())
+BACKPORTS_META = "6.12.95-1~bpo12+1"
+
+
+def test_apt_policy_reads_the_candidate_and_every_version():
+    assert BACKPORTS_POLICY == {"installed": None, "candidate": "6.1.192-3",
+                                "versions": [BACKPORTS_META, "6.1.192-3", "6.1.176-1"]}
+
+
+def test_a_backports_kernel_gets_the_backports_headers_meta():
+    apt = DEBIAN_APT | {"linux-headers-6.12.95+deb12-amd64"}
+    plan = kernel_packages("amd64", "6.12.95+deb12-amd64", "6.12.95+deb12-amd64", True, 535, apt, ["amd64"],
+                           BACKPORTS_META, BACKPORTS_POLICY)
+    assert plan["packages"] == ["linux-headers-amd64=" + BACKPORTS_META, "linux-headers-6.12.95+deb12-amd64"]
+
+
+@pytest.mark.parametrize("image_meta, installed_headers_meta", [
+    ("6.1.192-3", None),  # the usual host: the candidate is the image meta's version
+    ("6.1.176-1", None),  # behind on updates: apt's candidate, as before
+    (BACKPORTS_META, BACKPORTS_META),  # already there: apt follows backports for what is installed from it
+    ("6.13.1-1~bpo12+1", None),  # a version apt does not have
+    (None, None),  # no image meta installed (a container)
+])
+def test_the_headers_meta_is_left_to_apt_otherwise(image_meta, installed_headers_meta):
+    policy = dict(BACKPORTS_POLICY, installed=installed_headers_meta)
+    assert not headers_meta_behind_image(image_meta, policy)
+    plan = kernel_packages("amd64", "6.1.0-57-amd64", "6.1.0-57-amd64", True, 535, DEBIAN_APT, ["amd64"],
+                           image_meta, policy)
+    assert plan["packages"][0] == "linux-headers-amd64"
+
+
+def test_ubuntus_prebuilt_module_meta_is_never_versioned_by_the_image():
+    assert not kernel_packages("generic", "6.8.0-90-generic", "6.8.0-90-generic", False, 580,
+                               {"linux-modules-nvidia-580-server-generic",
+                                "linux-modules-nvidia-580-server-6.8.0-90-generic"}, ["generic"],
+                               BACKPORTS_META, BACKPORTS_POLICY)["packages"][0].count("=")
+
+
+def test_apt_policy_reads_the_installed_version_marked_with_stars():
+    text = ("linux-headers-amd64:\n  Installed: 6.1.192-3\n  Candidate: 6.1.192-3\n  Version table:\n"
+            " *** 6.1.192-3 500\n        500 http://deb.debian.org/debian-security bookworm-security/main amd64 "
+            "Packages\n        100 /var/lib/dpkg/status\n     6.1.176-1 500\n")
+    assert parse_apt_policy(text) == {"installed": "6.1.192-3", "candidate": "6.1.192-3",
+                                      "versions": ["6.1.192-3", "6.1.176-1"]}

@@ -118,11 +118,12 @@ def test_power_limit_applied_at_boot(host):
 
 
 def test_each_component_configured_once_security_included(host):
-    """The installer's sources have main non-free-firmware; the role adds contrib and non-free per suite."""
+    """The installer's sources have main non-free-firmware; the role adds contrib and non-free per suite,
+    from the mirror the host's own source for that suite uses (prepare.yml: security.debian.org for -security)."""
     assert not host.file("/etc/apt/sources.list.d/debian-nonfree.sources").exists
-    for suite, uri in (("bookworm", "http://deb.debian.org/debian"),
-                       ("bookworm-updates", "http://deb.debian.org/debian"),
-                       ("bookworm-security", "http://deb.debian.org/debian-security")):
+    for suite, uri in (("bookworm", "http://deb.debian.org/debian/"),
+                       ("bookworm-updates", "http://deb.debian.org/debian/"),
+                       ("bookworm-security", "http://security.debian.org/debian-security/")):
         source = host.file(f"/etc/apt/sources.list.d/v100-llm-debian-{suite}.sources").content_string
         assert f"Suites: {suite}\n" in source and f"URIs: {uri}\n" in source, source
         assert "Components: contrib non-free\n" in source, source
@@ -137,7 +138,8 @@ def test_each_component_configured_once_security_included(host):
 
 
 # The kernel side (prepare.yml held the kernel at bookworm's 6.1.0-50;
-# side_effect.yml let bookworm-security's 6.1.0-57 in, then removed its module).
+# side_effect.yml let bookworm-security's 6.1.0-57 in, then removed the module
+# from DKMS's tree).
 FIRST_KERNEL = "6.1.0-50-amd64"
 UPDATED_KERNEL = "6.1.0-57-amd64"
 
@@ -163,6 +165,12 @@ def test_the_next_run_rebuilt_the_module_for_the_kernel_grub_boots(host):
     # GRUB_DEFAULT=0 boots the newest /boot/vmlinuz-*; the container cannot boot it.
     kernels = host.check_output("ls /boot").split()
     assert f"vmlinuz-{UPDATED_KERNEL}" in kernels and f"vmlinuz-{FIRST_KERNEL}" in kernels
-    assert {FIRST_KERNEL, UPDATED_KERNEL} <= _dkms_kernels(host.check_output("dkms status"))
+    after_repair = host.file("/root/dkms-status-after-repair.txt").content_string
+    assert {FIRST_KERNEL, UPDATED_KERNEL} <= _dkms_kernels(after_repair), after_repair
+
+
+def test_a_module_gone_from_dkms_tree_is_registered_and_built_again(host):
+    # The package's postinst adds it back and builds it; the kernel GRUB boots must have it.
+    assert UPDATED_KERNEL in _dkms_kernels(host.check_output("dkms status"))
     modules = host.check_output(f"find /lib/modules/{UPDATED_KERNEL}/updates -name 'nvidia*.ko*'")
     assert "nvidia" in modules
