@@ -202,7 +202,7 @@ def choose_anchor(index: Index, top: str, branch: int, requested: str,
 def resolve_closure(index: Index, tops: Sequence[str], branch: int, requested: str = "",
                     installed: Optional[Mapping[str, str]] = None, absent: Iterable[str] = ()) -> Dict[str, object]:
     """{"anchor", "packages": [{"name", "version"}], "missing": [names to fetch], "error"}, and "unknown": the
-    packages asked for that apt has no record of (its lists lack the repository), when that is the error.
+    packages asked for, when apt has no record of any of them (its lists lack the repository).
 
     "missing" lists names the index has no record of yet: the caller fetches them
     (apt-cache show, showpkg for virtual names) and calls again, passing the names
@@ -218,7 +218,9 @@ def resolve_closure(index: Index, tops: Sequence[str], branch: int, requested: s
     unknown_tops = sorted(top for top in tops if top not in index.versions)
     if unknown_tops:
         fetch = [top for top in unknown_tops if top not in absent]
-        return {"anchor": None, "packages": [], "missing": fetch, "unknown": [] if fetch else unknown_tops,
+        # "unknown" only where apt knows none of them: its lists lack the repository.
+        return {"anchor": None, "packages": [], "missing": fetch,
+                "unknown": unknown_tops if not fetch and len(unknown_tops) == len(tops) else [],
                 "error": None if fetch else "apt knows no package named %s" % ", ".join(unknown_tops)}
     anchor, error = choose_anchor(index, tops[0], branch, requested, installed)
     if anchor is None:

@@ -10,7 +10,7 @@ three places: what is installed (dpkg-query), what an install would bring
 from __future__ import annotations
 
 import re
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from ansible.module_utils.dpkg_state import parse_status, present
 
@@ -80,6 +80,23 @@ def stale_packages(installed: List[Tuple[str, str]], branch: int, keep: List[str
     return sorted(name for name, version in installed
                   if upstream and name not in keep and name not in BRANCH_INDEPENDENT
                   and driver_branch(version) == branch and upstream_version(version) != upstream)
+
+
+def still_to_install(requested: Sequence[str], installed: Sequence[Tuple[str, str]]) -> List[str]:
+    """The `name` and `name=version` entries that ansible.builtin.apt (state present) passes to apt-get.
+
+    It leaves out a bare name that is installed, and a name=version installed
+    at that version (modules/apt.py, package_status and the install list); the
+    simulation must ask apt for the same, or it would foresee upgrades the
+    install never makes.
+    """
+    versions = dict(installed)
+    wanted = []
+    for entry in requested:
+        name, _, version = entry.partition("=")
+        if name not in versions or (version and versions[name] != version):
+            wanted.append(entry)
+    return wanted
 
 
 def parse_apt_simulation(text: str) -> List[Tuple[str, str]]:

@@ -71,8 +71,8 @@ pins:
   type: list
 unknown:
   description:
-    - The packages asked for that apt has no record of at all, when that is the error (its lists lack the
-      repository, as in check mode before the repository was really added).
+    - The packages asked for, when apt has no record of any of them (its lists lack the repository, as in check
+      mode before the repository was really added); else empty.
   returned: always
   type: list
 error:
@@ -149,7 +149,8 @@ def main() -> None:
     try:
         run = apt_cache(module, lists)
         if prefer and lists:
-            # The repository's own records first; an installed version of another origin is found with the rest.
+            # Names the repository's lists carry come from those lists alone (dpkg's status left out, so an
+            # installed record of another origin cannot stand in); the other names from every list.
             run = preferring(apt_cache(module, lists, with_dpkg_status=False), apt_cache(module, None))
         installed = dict(parse_dpkg_query(run(["dpkg-query", "-W", "-f", DPKG_QUERY_FORMAT])))
         result = collect_closure(run, module.params["packages"], module.params["branch"], module.params["version"],

@@ -18,15 +18,16 @@ options:
     required: true
   packages:
     description:
-      - Packages the role is about to install; their installation is simulated, together with the
-        removal of installed packages of another branch (held or not), as the role does it.
+      - Packages the role is about to install (C(name) or C(name=version)); their installation is simulated,
+        together with the removal of installed packages of another branch (held or not), as the role does it.
+        Like M(ansible.builtin.apt), it leaves out a name installed (at that version, where one is given).
     type: list
     elements: str
     default: []
   keep:
     description:
       - Packages of the new driver set (from M(nvidia_driver_closure)). Installed under another branch's
-        version they are upgraded in place, not removed: NVIDIA's Debian names carry no branch.
+        version they are upgraded in place, not removed (NVIDIA's Debian names carry no branch).
     type: list
     elements: str
     default: []
@@ -118,6 +119,7 @@ from ansible.module_utils.driver_packages import (
     other_branch_packages,
     parse_apt_simulation,
     parse_dkms_status,
+    still_to_install,
     parse_dpkg_query,
     stale_packages,
 )
@@ -163,7 +165,11 @@ def main() -> None:
     other_branch = sorted(set(name for name in other_branch_packages(installed, branch) if name not in keep)
                           | set(stale_packages(installed, branch, keep, module.params["anchor"])))
     simulated, simulation_error = [], None
-    if module.params["packages"]:
+    # What the install task will really ask apt for: ansible.builtin.apt leaves out what is installed as asked.
+    names = [entry.partition("=")[0] for entry in module.params["packages"]]
+    _, out, _ = module.run_command(["dpkg-query", "-W", "-f", DPKG_QUERY_FORMAT] + names) if names else (0, "", "")
+    to_install = still_to_install(module.params["packages"], parse_dpkg_query(out))
+    if to_install or other_branch:
         # As the role will do it: the other branch's (held) packages go, ours come, under the pins it writes.
         removals = [name + "-" for name in other_branch]
         parts = (preferences_parts(module.params["preferences"], module.params["preferences_file"])
@@ -173,7 +179,7 @@ def main() -> None:
                 # Without recommends, as the role installs them.
                 ["apt-get", "-s", "-q", "-o", "APT::Install-Recommends=false", "--allow-change-held-packages"]
                 + (["-o", "Dir::Etc::PreferencesParts=" + parts] if parts else [])
-                + ["install"] + module.params["packages"] + removals,
+                + ["install"] + to_install + removals,
                 environ_update={"LANG": "C"})
         finally:
             if parts:

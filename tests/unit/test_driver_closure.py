@@ -170,3 +170,7 @@ def test_packages_apt_has_no_record_of_are_named_apart_from_other_errors():
     wrong_version = collect_closure(lambda argv: records if argv[:2] == ["apt-cache", "show"] else "",
                                     ["cuda-drivers-550"], 550, "550.54.15")
     assert wrong_version["unknown"] == [] and "is not available" in wrong_version["error"]
+    # One known, one not: the repository is there, and the error is real.
+    partly = collect_closure(lambda argv: records if argv[:2] == ["apt-cache", "show"] else "",
+                             ["cuda-drivers-550", "nvidia-utils-550-server"], 550)
+    assert partly["unknown"] == [] and "apt knows no package named nvidia-utils-550-server" in partly["error"]

@@ -13,6 +13,7 @@ from ansible.module_utils.driver_packages import (
     stale_packages,
     parse_apt_simulation,
     parse_dkms_status,
+    still_to_install,
     parse_dpkg_query,
 )
 from conftest import FIXTURES
@@ -119,3 +120,11 @@ def test_a_module_dkms_lost_from_its_tree_is_told_from_one_built_for_no_kernel_y
     assert not dkms_registered(parse_dkms_status("nvidia-current/550.163.01: added\n"), 535)
     old_format = parse_dkms_status("nvidia, 535.261.03, 6.1.0-50-amd64, x86_64: installed\n")
     assert dkms_registered(old_format, 535) and dkms_kernels(old_format, 535) == ["6.1.0-50-amd64"]
+
+
+def test_the_simulation_asks_apt_for_what_the_apt_module_would():
+    installed = [("nvidia-utils-580-server", "580.95.05-0ubuntu0.24.04.2"), ("libcuda1", "535.261.03-1")]
+    requested = ["nvidia-utils-580-server", "linux-modules-nvidia-580-server-6.8.0-91-generic",
+                 "libcuda1=535.261.03-1", "nvidia-kernel-dkms=535.261.03-1", "libcuda1=535.309.01-1"]
+    assert still_to_install(requested, installed) == [
+        "linux-modules-nvidia-580-server-6.8.0-91-generic", "nvidia-kernel-dkms=535.261.03-1", "libcuda1=535.309.01-1"]

@@ -98,8 +98,8 @@ def _pin_file(keeps_version: bool) -> str:
         __nvidia_driver_set=driver_set, __nvidia_driver_keeps_version=keeps_version)
 
 
-def _dist_upgrade(root: Path, pins: str, held: bool) -> dict[str, str]:
-    """What `apt-get -s dist-upgrade` installs (name -> version) on the sandbox host, after a kernel update."""
+def _dist_upgrade(root: Path, pins: str, held: bool, command: tuple[str, ...] = ("dist-upgrade",)) -> dict[str, str]:
+    """What `apt-get -s <command>` installs (name -> version) on the sandbox host, after a kernel update."""
     (root / "repo").mkdir(parents=True)
     (root / "repo" / "Packages").write_text("".join(_stanza(*package[:2], [package[2]] if package[2] else [])
                                                     for package in _archive()))
@@ -115,7 +115,7 @@ def _dist_upgrade(root: Path, pins: str, held: bool) -> dict[str, str]:
                       'Acquire::Languages "none";\n')
     environment = {**os.environ, "APT_CONFIG": str(config), "LANG": "C"}
     subprocess.run(["apt-get", "-q", "update"], check=True, capture_output=True, text=True, env=environment)
-    run = subprocess.run(["apt-get", "-s", "-q", "dist-upgrade"], capture_output=True, text=True, env=environment)
+    run = subprocess.run(["apt-get", "-s", "-q", *command], capture_output=True, text=True, env=environment)
     assert run.returncode == 0, run.stdout + run.stderr
     return dict(re.findall(r"^Inst (\S+) (?:\[\S+\] )?\((\S+)", run.stdout, re.MULTILINE))
 
@@ -150,3 +150,15 @@ def test_a_version_kept_on_the_prebuilt_path_is_refused_naming_both_ways_out():
     assert 'nvidia_driver_package_version to ""' in error and "nvidia_driver_prebuilt_modules to false" in error
     assert kept_version_error(dkms=False, version="", branch=580) is None
     assert kept_version_error(dkms=True, version="580.95.05", branch=580) is None
+
+
+def test_a_host_an_earlier_run_held_moves_only_once_the_holds_are_released(tmp_path):
+    # What the role's install asks for on such a host: ansible.builtin.apt leaves out the installed names, so
+    # only the new kernel's module package reaches apt-get. Held, the driver it needs cannot come.
+    new_module = ("install", "linux-modules-nvidia-580-server-6.8.0-91-generic")
+    with pytest.raises(AssertionError, match="held broken packages"):
+        _dist_upgrade(tmp_path / "held", _pin_file(keeps_version=False), held=True, command=new_module)
+    # The role releases the holds first: then apt brings the driver version that module was built with.
+    installs = _dist_upgrade(tmp_path / "released", _pin_file(keeps_version=False), held=False, command=new_module)
+    assert installs["linux-modules-nvidia-580-server-6.8.0-91-generic"] == "6.8.0-91.91"
+    assert {name: installs.get(name) for name in DRIVER} == {name: NEW for name in DRIVER}

@@ -118,12 +118,11 @@ def test_power_limit_applied_at_boot(host):
 
 
 def test_each_component_configured_once_security_included(host):
-    """The installer's sources have main non-free-firmware; the role adds contrib and non-free per suite,
-    from the mirror the host's own source for that suite uses (prepare.yml: security.debian.org for -security)."""
+    """The installer's sources have main non-free-firmware; the role adds contrib and non-free per suite."""
     assert not host.file("/etc/apt/sources.list.d/debian-nonfree.sources").exists
-    for suite, uri in (("bookworm", "http://deb.debian.org/debian/"),
-                       ("bookworm-updates", "http://deb.debian.org/debian/"),
-                       ("bookworm-security", "http://security.debian.org/debian-security/")):
+    for suite, uri in (("bookworm", "http://deb.debian.org/debian"),
+                       ("bookworm-updates", "http://deb.debian.org/debian"),
+                       ("bookworm-security", "http://deb.debian.org/debian-security")):
         source = host.file(f"/etc/apt/sources.list.d/v100-llm-debian-{suite}.sources").content_string
         assert f"Suites: {suite}\n" in source and f"URIs: {uri}\n" in source, source
         assert "Components: contrib non-free\n" in source, source
