@@ -147,6 +147,8 @@ class FilterModule:
             "models_fetch_plan": _MODELS.fetch_plan,
             # llama_server_instances | llama_server_plan(settings, models_files) -> {"instances": [...], "errors": [...]}
             "llama_server_plan": _SERVER.plan_instances,
+            # that result | llama_server_commands(nvidia_stack_check's memory_plans) -> the same with sizes and argv
+            "llama_server_commands": _SERVER.instance_commands,
             # argv | systemd_exec -> the value of an ExecStart= line
             "systemd_exec": _UNIT.exec_line,
             # value | systemd_exec_word -> one ExecStart= argument, escaped and quoted as needed

@@ -2,10 +2,14 @@
 """llama-server instances: from llama_server_instances to command lines,
 environments, schedules and memory plans, or the reasons they are refused.
 
-Pure functions, no I/O: the llama_server role renders what ``plan_instances``
-returns into systemd units. Flags are llama.cpp 0c1e57098's (llama-server
---help); -c is the total context over all slots (measured, see
-memory_plan.llama_server_kv_cells), so each slot gets ceil(c / np) tokens.
+Pure functions, no I/O, in two steps around the host's memory sizing:
+``plan_instances`` checks the instances and says what to size (a fixed
+context and slot count, or a slot choice for ctx_size/parallel "auto");
+``instance_commands`` then writes each command line with the sizes chosen.
+The llama_server role renders the result into systemd units. Flags are
+llama.cpp 0c1e57098's (llama-server --help); -c is the total context over all
+slots (measured, see memory_plan.llama_server_kv_cells), so each slot gets
+ceil(c / np) tokens, or shares one pool of c with --kv-unified.
 """
 from __future__ import annotations
 
@@ -20,9 +24,10 @@ SPLIT_MODES = ("none", "layer", "row")
 LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
 INSTANCE_KEYS = frozenset((
     "name", "model", "port", "host", "gpus", "ctx_size", "parallel", "kv_cache_type", "cache_type_k",
-    "cache_type_v", "split_mode", "tensor_split", "gpu_layers", "flash_attention", "extra_args",
-    "restart_schedule", "api_key",
+    "cache_type_v", "split_mode", "tensor_split", "gpu_layers", "flash_attention", "kv_unified", "batch_size",
+    "ubatch_size", "extra_args", "restart_schedule", "api_key",
 ))
+AUTO = "auto"
 # Flags the role sets from instance keys; in extra_args they would contradict
 # them (or, for --api-key, put the key on the command line, visible in ps).
 ROLE_FLAGS = {
@@ -32,6 +37,8 @@ ROLE_FLAGS = {
     "-ngl": "gpu_layers", "--gpu-layers": "gpu_layers", "--n-gpu-layers": "gpu_layers",
     "-fa": "flash_attention", "--flash-attn": "flash_attention", "-sm": "split_mode", "--split-mode": "split_mode",
     "-ts": "tensor_split", "--tensor-split": "tensor_split", "--api-key": "api_key", "--api-key-file": "api_key",
+    "-kvu": "kv_unified", "--kv-unified": "kv_unified", "-no-kvu": "kv_unified", "--no-kv-unified": "kv_unified",
+    "-b": "batch_size", "--batch-size": "batch_size", "-ub": "ubatch_size", "--ubatch-size": "ubatch_size",
     "-a": "name", "--alias": "name", "--metrics": "llama_server_metrics",
     "--webui": "llama_server_webui", "--no-webui": "llama_server_webui",
 }
@@ -121,8 +128,16 @@ def _instance_errors(where: str, instance: Mapping[str, Any], settings: Mapping[
                       ".gguf file." % (where, instance.get("model"), known))
     for key in ("ctx_size", "parallel"):
         value = instance.get(key, settings[key])
-        if not _int_in(value, 1, 10_000_000):
-            errors.append("%s.%s=%r must be a positive whole number." % (where, key, value))
+        if value != AUTO and not _int_in(value, 1, 10_000_000):
+            errors.append("%s.%s=%r must be a positive whole number, or auto (sized to the GPU's memory)." % (
+                where, key, value))
+    for key in ("batch_size", "ubatch_size"):
+        value = instance.get(key, settings[key])
+        if not _int_in(value, 1, 1_000_000):
+            errors.append("%s.%s=%r must be a positive whole number (llama-server's -b/-ub; its defaults are "
+                          "2048 and 512)." % (where, key, value))
+    if not isinstance(instance.get("kv_unified", settings["kv_unified"]), bool):
+        errors.append("%s.kv_unified=%r must be true or false." % (where, instance.get("kv_unified")))
     for key, value in zip(("cache_type_k", "cache_type_v"), _cache_types(instance, settings)):
         if value not in KV_CACHE_TYPES:
             errors.append("%s.%s=%r is not a KV cache type: use one of %s." % (
@@ -191,34 +206,106 @@ def _cache_types(instance: Mapping[str, Any], settings: Mapping[str, Any]) -> Tu
     return instance.get("cache_type_k", kv), instance.get("cache_type_v", kv)
 
 
-def _argv(instance: Mapping[str, Any], settings: Mapping[str, Any], model_path: str,
-          key_file: str) -> List[str]:
+def _launch(instance: Mapping[str, Any], settings: Mapping[str, Any], model_path: str,
+            key_file: str) -> Dict[str, Any]:
+    """Every llama-server setting of one instance but the sizes (instance_commands adds them)."""
     cache_k, cache_v = _cache_types(instance, settings)
-    argv = [
-        settings["server_bin"],
-        "--model", model_path,
-        "--alias", str(instance["model"]) if not str(instance["model"]).startswith("/") else instance["name"],
-        "--host", instance.get("host", settings["host"]),
-        "--port", str(instance["port"]),
-        "--ctx-size", str(instance.get("ctx_size", settings["ctx_size"])),
-        "--parallel", str(instance.get("parallel", settings["parallel"])),
-        "--cache-type-k", cache_k,
-        "--cache-type-v", cache_v,
-        "--flash-attn", "on" if instance.get("flash_attention", settings["flash_attention"]) else "off",
-    ]
     gpus = instance.get("gpus", [])
-    if settings["backend"] == "cuda":
-        argv += ["--gpu-layers", str(instance.get("gpu_layers", settings["gpu_layers"]))]
-        if len(gpus) > 1:
-            argv += ["--split-mode", instance.get("split_mode", "layer")]
-            if instance.get("tensor_split") is not None:
-                argv += ["--tensor-split", ",".join("%g" % share for share in instance["tensor_split"])]
-    if settings["metrics"]:
+    split = len(gpus) > 1 and settings["backend"] == "cuda"
+    return {
+        "server_bin": settings["server_bin"],
+        "model_path": model_path,
+        "alias": str(instance["model"]) if not str(instance["model"]).startswith("/") else instance["name"],
+        "host": instance.get("host", settings["host"]),
+        "port": instance["port"],
+        "kv_unified": instance.get("kv_unified", settings["kv_unified"]),
+        "batch_size": instance.get("batch_size", settings["batch_size"]),
+        "ubatch_size": instance.get("ubatch_size", settings["ubatch_size"]),
+        "cache_type_k": cache_k,
+        "cache_type_v": cache_v,
+        "flash_attention": bool(instance.get("flash_attention", settings["flash_attention"])),
+        "gpu_layers": instance.get("gpu_layers", settings["gpu_layers"]) if settings["backend"] == "cuda" else None,
+        "split_mode": instance.get("split_mode", "layer") if split else None,
+        "tensor_split": instance.get("tensor_split") if split else None,
+        "metrics": settings["metrics"],
+        "webui": settings["webui"],
+        "key_file": key_file,
+        "extra_args": [str(arg) for arg in settings["extra_args"]] + [str(arg) for arg in instance.get("extra_args", [])],
+    }
+
+
+def _argv(launch: Mapping[str, Any], ctx_size: int, parallel: int) -> List[str]:
+    argv = [
+        launch["server_bin"],
+        "--model", launch["model_path"],
+        "--alias", launch["alias"],
+        "--host", launch["host"],
+        "--port", str(launch["port"]),
+        "--ctx-size", str(ctx_size),
+        "--parallel", str(parallel),
+        "--kv-unified" if launch["kv_unified"] else "--no-kv-unified",
+        "--batch-size", str(launch["batch_size"]),
+        "--ubatch-size", str(launch["ubatch_size"]),
+        "--cache-type-k", launch["cache_type_k"],
+        "--cache-type-v", launch["cache_type_v"],
+        "--flash-attn", "on" if launch["flash_attention"] else "off",
+    ]
+    if launch["gpu_layers"] is not None:
+        argv += ["--gpu-layers", str(launch["gpu_layers"])]
+    if launch["split_mode"]:
+        argv += ["--split-mode", launch["split_mode"]]
+    if launch["tensor_split"] is not None:
+        argv += ["--tensor-split", ",".join("%g" % share for share in launch["tensor_split"])]
+    if launch["metrics"]:
         argv.append("--metrics")
-    argv.append("--webui" if settings["webui"] else "--no-webui")
-    if key_file:
-        argv += ["--api-key-file", key_file]
-    return argv + [str(arg) for arg in settings["extra_args"]] + [str(arg) for arg in instance.get("extra_args", [])]
+    argv.append("--webui" if launch["webui"] else "--no-webui")
+    if launch["key_file"]:
+        argv += ["--api-key-file", launch["key_file"]]
+    return argv + launch["extra_args"]
+
+
+def _sizing(instance: Mapping[str, Any], settings: Mapping[str, Any]) -> Dict[str, Any]:
+    """What the memory plan sizes: fixed -c/-np, or a slot choice for "auto".
+
+    ctx_size given, parallel auto: as many slots as keep slot_context_min each
+    (at most slots_max); no memory is needed to decide that. parallel given,
+    ctx_size auto: that many slots, as many tokens each as fit.
+    """
+    ctx_size = instance.get("ctx_size", settings["ctx_size"])
+    parallel = instance.get("parallel", settings["parallel"])
+    if ctx_size != AUTO and parallel == AUTO:
+        parallel = max(1, min(settings["slots_max"], ctx_size // settings["slot_context_min"]))
+    if ctx_size != AUTO:
+        return {"ctx_size": ctx_size, "parallel": parallel}
+    slots_min, slots_max = (1, settings["slots_max"]) if parallel == AUTO else (parallel, parallel)
+    return {"choose_slots": {"slots_min": slots_min, "slots_max": slots_max,
+                             "context_min": settings["slot_context_min"],
+                             "context_max": settings["slot_context_max"]}}
+
+
+def _memory_plan(name: str, model: str, model_path: str, gpus: Sequence[int], settings: Mapping[str, Any],
+                 launch: Mapping[str, Any], sizing: Mapping[str, Any]) -> Dict[str, Any]:
+    """nvidia_stack_check's memory plan: gpus [] is every serving GPU, which
+    llama.cpp splits the layers over as it does over named ones."""
+    spread = len(gpus) or len(settings.get("serving_gpus") or ()) or settings["gpu_count"]
+    spec = {
+        "name": "llama_server_instances %s (%s)" % (name, model),
+        "gguf_path": model_path,
+        "kv_cache_type": max((launch["cache_type_k"], launch["cache_type_v"]), key=KV_CACHE_RANK.__getitem__),
+        "gpus": list(gpus),
+        "gpu_count": max(1, spread),
+        "flash_attention": launch["flash_attention"],
+        # llama.cpp runs micro-batches of at most the batch (src/llama-context.cpp: n_ubatch = min(n_batch, ...)).
+        "ubatch": min(launch["ubatch_size"], launch["batch_size"]),
+    }
+    if "choose_slots" in sizing:
+        spec["choose_slots"] = sizing["choose_slots"]
+    elif launch["kv_unified"]:
+        # One stream of -c cells that every slot shares (memory_plan.llama_server_kv_cells).
+        spec.update(context_per_slot=sizing["ctx_size"], slots=1)
+    else:
+        spec.update(context_per_slot=-(-sizing["ctx_size"] // sizing["parallel"]), slots=sizing["parallel"])
+    return spec
 
 
 def plan_instances(instances: Sequence[Mapping[str, Any]], settings: Mapping[str, Any],
@@ -268,8 +355,6 @@ def plan_instances(instances: Sequence[Mapping[str, Any]], settings: Mapping[str
         key_file = ("%s/%s.key" % (settings["config_dir"], instance["name"])
                     if instance.get("api_key") or settings["api_key_set"] else "")
         gpus = instance.get("gpus", [])
-        ctx_size = instance.get("ctx_size", settings["ctx_size"])
-        parallel = instance.get("parallel", settings["parallel"])
         visible = gpus or _default_gpus(settings)
         environment = {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": ",".join(map(str, visible))} \
             if settings["backend"] == "cuda" and visible else {}
@@ -283,22 +368,16 @@ def plan_instances(instances: Sequence[Mapping[str, Any]], settings: Mapping[str
             "host": host,
             "port": instance["port"],
             "health_url": health_url(host, instance["port"]),
-            "argv": _argv(instance, settings, model_path, key_file),
+            "launch": _launch(instance, settings, model_path, key_file),
+            "sizing": _sizing(instance, settings),
             "environment": environment,
             "key_file": key_file,
             # What the server reads when it starts: one changed since restarts it (unit_freshness).
             "inputs": [path for path in (key_file, model_path, settings["server_bin"]) if path],
             "restart_calendar": calendar,
-            "memory_plan": {
-                "name": "llama_server_instances %s (%s)" % (instance["name"], instance["model"]),
-                "gguf_path": model_path,
-                "context_per_slot": -(-ctx_size // parallel),
-                "slots": parallel,
-                "kv_cache_type": max(_cache_types(instance, settings), key=KV_CACHE_RANK.__getitem__),
-                "gpu_count": max(1, len(gpus)),
-                "flash_attention": bool(instance.get("flash_attention", settings["flash_attention"])),
-            },
         })
+        plans[-1]["memory_plan"] = _memory_plan(instance["name"], instance["model"], model_path, gpus, settings,
+                                                plans[-1]["launch"], plans[-1]["sizing"])
     errors += _clashes(plans)
     return {"instances": plans if not errors else [], "errors": errors}
 
@@ -318,3 +397,29 @@ def _clashes(plans: Sequence[Mapping[str, Any]]) -> List[str]:
     errors += ["llama_server_instances %s would restart together (restart_schedule %r): give them different "
                "times." % (" and ".join(names), calendar) for calendar, names in calendars.items() if len(names) > 1]
     return errors
+
+
+def instance_commands(planned: Mapping[str, Any], sized: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
+    """plan_instances' result and the host's memory plans (nvidia_stack_check's
+    memory_plans, [] when not sized) -> the same with each instance's ctx_size,
+    parallel, slot_choice and argv.
+
+    An "auto" instance takes the slots and tokens per slot its memory plan
+    chose: -c is their product (each slot's share, or the shared pool with
+    --kv-unified) and -np the slots.
+    """
+    by_name = {plan.get("name"): plan for plan in sized}
+    instances, errors = [], list(planned.get("errors", []))
+    for plan in planned.get("instances", []):
+        sizing, chosen = plan["sizing"], by_name.get(plan["memory_plan"]["name"], {})
+        if "choose_slots" in sizing:
+            if not chosen.get("slots") or not chosen.get("context_per_slot"):
+                errors.append("llama_server_instances %s: its slots were not sized (%s)." % (
+                    plan["name"], chosen.get("skip_reason", "no memory plan came back")))
+                continue
+            ctx_size, parallel = chosen["slots"] * chosen["context_per_slot"], chosen["slots"]
+        else:
+            ctx_size, parallel = sizing["ctx_size"], sizing["parallel"]
+        instances.append(dict(plan, ctx_size=ctx_size, parallel=parallel, slot_choice=chosen.get("choice", ""),
+                              argv=_argv(plan["launch"], ctx_size, parallel)))
+    return {"instances": instances if not errors else [], "errors": errors}

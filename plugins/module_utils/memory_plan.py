@@ -28,7 +28,7 @@ overhead term.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ansible.module_utils.gguf_metadata import model_summary
 from ansible.module_utils.stack_rules import Refusal
@@ -364,3 +364,134 @@ def _more_gpus(plan: MemoryPlan) -> Optional[str]:
         if spread.fits:
             return "add GPUs: gpu_count=%d (each then needs %d MiB)" % (gpu_count, spread.required_mib)
     return None
+
+
+# Slot planning (llama_server's ctx_size/parallel "auto").
+DEFAULT_SLOTS_MAX = 16
+DEFAULT_SLOT_CONTEXT_MIN = 8192
+DEFAULT_SLOT_CONTEXT_MAX = 32768
+# What llama-server itself picks for -np auto (tools/server/server.cpp at
+# 0c1e57098: "n_parallel is set to auto, using n_parallel = 4"): the plan's
+# choice where there is no GPU memory to size against.
+UNSIZED_SLOTS = 4
+
+
+@dataclass(frozen=True)
+class SlotChoice:
+    """The slots and tokens per slot chosen for an instance, and why."""
+
+    slots: int
+    context_per_slot: int
+    reason: str
+
+
+def slot_context_bounds(context_min: int, context_max: int, n_ctx_train: Optional[int]) -> Tuple[int, int]:
+    """(floor, ceiling) of tokens per slot, neither beyond the model's trained context
+    (llama-server caps a slot at n_ctx_train: tools/server/server-context.cpp)."""
+    if not (_positive(context_min) and _positive(context_max)) or context_max < context_min:
+        raise ValueError("slot contexts must be positive with context_min <= context_max (got %r, %r)" % (
+            context_min, context_max))
+    if n_ctx_train:
+        return min(context_min, n_ctx_train), min(context_max, n_ctx_train)
+    return context_min, context_max
+
+
+def unsized_slots(slots_min: int, slots_max: int, context_min: int, context_max: int,
+                  n_ctx_train: Optional[int], why: str) -> SlotChoice:
+    """Without GPU memory to size against: llama-server's own slot count, each at the floor."""
+    floor, _ = slot_context_bounds(context_min, context_max, n_ctx_train)
+    slots = max(slots_min, min(UNSIZED_SLOTS, slots_max))
+    return SlotChoice(slots, floor, "%d slots x %d tokens, not sized (%s): llama-server's own slot count "
+                                    "(at most %d), each at the floor" % (slots, floor, why, slots_max))
+
+
+def choose_slots(plan_for: Callable[[int, int], MemoryPlan], *, slots_min: int, slots_max: int,
+                 context_min: int, context_max: int,
+                 n_ctx_train: Optional[int] = None) -> Tuple[MemoryPlan, Optional[SlotChoice]]:
+    """The most slots (slots_min..slots_max) that each keep context_min tokens, then
+    as many tokens per slot (up to context_max) as the memory left holds.
+
+    plan_for(slots, context_per_slot) sizes one setting. Returns the chosen plan
+    and the choice, or (the smallest setting's plan, None) when not even
+    slots_min slots of context_min tokens fit: that plan's refusal says why.
+    Throughput on a shared server comes from slots (docs/BENCHMARKS.md: 16
+    streams on 16 slots give 4x what one slot gives), so slots come first; a
+    floor keeps real prompts (an IDE's few thousand tokens) inside one slot.
+    """
+    if not (_positive(slots_min) and _positive(slots_max)) or slots_max < slots_min:
+        raise ValueError("slots must be positive with slots_min <= slots_max (got %r, %r)" % (slots_min, slots_max))
+    floor, ceiling = slot_context_bounds(context_min, context_max, n_ctx_train)
+    smallest = plan_for(slots_min, floor)
+    if not smallest.fits:
+        return smallest, None
+    slots = next(count for count in range(slots_max, slots_min - 1, -1) if plan_for(count, floor).fits)
+    context = floor
+    plan = plan_for(slots, floor)
+    per_cell = kv_cache_bytes(plan.layers_per_gpu, plan.kv_heads, plan.head_dim, 1, 1, plan.kv_cache_type)
+    spare_cells = plan.headroom_mib * MIB // per_cell // slots
+    for candidate in range(min(ceiling, floor + spare_cells) // CONTEXT_STEP * CONTEXT_STEP, floor, -CONTEXT_STEP):
+        grown = plan_for(slots, candidate)
+        if grown.fits:
+            plan, context = grown, candidate
+            break
+    reason = "%d slot%s x %d tokens: the most slots (%s) that each keep %d tokens" % (
+        slots, "" if slots == 1 else "s", context,
+        "at most %d" % slots_max if slots_min < slots_max else "exactly %d, as asked" % slots_max, floor)
+    if slots < slots_max:
+        more = plan_for(slots + 1, floor)
+        reason += " (%d would need %d MiB of %d MiB)" % (slots + 1, more.required_mib, more.gpu_memory_mib)
+    if context > floor:
+        reason += ", then each slot grown to %d tokens (at most %d) with the memory left" % (context, ceiling)
+    return plan, SlotChoice(slots, context, reason)
+
+
+def _positive(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+# GPUs shared by several plans (llama-server instances on one GPU).
+
+
+@dataclass(frozen=True)
+class GpuUse:
+    """One plan's memory on each of its GPUs, without the safety margin (kept once per GPU)."""
+
+    name: str
+    gpus: Tuple[int, ...]
+    mib: int
+
+
+def shared_budget_mib(gpus: Sequence[int], fixed: Sequence[GpuUse], choosing: Mapping[int, int],
+                      memory_mib: Mapping[int, int], safety_margin_mib: int) -> int:
+    """GPU memory a plan that chooses its slots may plan with, safety margin included.
+
+    On each of its GPUs: what the plans with fixed sizes leave, split evenly
+    between the plans choosing their slots there (choosing: GPU index -> how
+    many); the smallest over its GPUs, since a split plan sizes its busiest GPU.
+    """
+    return min((memory_mib[gpu] - safety_margin_mib - sum(use.mib for use in fixed if gpu in use.gpus))
+               // choosing[gpu] + safety_margin_mib for gpu in gpus)
+
+
+def overcommitted(uses: Sequence[GpuUse], memory_mib: Mapping[int, int], safety_margin_mib: int,
+                  label: str = "llama_server_instances") -> List[Refusal]:
+    """A refusal per GPU that two or more plans share and together overfill."""
+    refusals = []
+    for gpu in sorted(memory_mib):
+        sharing = [use for use in uses if gpu in use.gpus]
+        total = sum(use.mib for use in sharing) + safety_margin_mib
+        if len(sharing) < 2 or total <= memory_mib[gpu]:
+            continue
+        refusals.append(Refusal(
+            variable="memory_plans",
+            value="GPU %d" % gpu,
+            reason="is shared by %d %s that need %d MiB together, %d MiB more than it has: %s + safety margin "
+                   "%d = %d MiB of %d MiB" % (
+                       len(sharing), label, total, total - memory_mib[gpu],
+                       " + ".join("%s %d" % (use.name, use.mib) for use in sharing), safety_margin_mib, total,
+                       memory_mib[gpu]),
+            fix="Give them different gpus, lower their ctx_size or parallel, or set both to auto (auto instances "
+                "split what a GPU has left between them)",
+            source=SOURCE,
+        ))
+    return refusals

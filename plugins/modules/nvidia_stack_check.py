@@ -148,13 +148,39 @@ options:
         description: Size of the weights in GPU memory, in MiB.
         type: int
       context_per_slot:
-        description: Tokens of KV cache per parallel slot.
+        description: Tokens of KV cache per parallel slot. Required unless O(memory_plans[].choose_slots) is set.
         type: int
-        required: true
       slots:
         description: Parallel slots (sequences).
         type: int
         default: 1
+      choose_slots:
+        description:
+          - Choose the slots and the tokens per slot instead of taking O(memory_plans[].slots) and
+            O(memory_plans[].context_per_slot) (llama_server's C(auto)). The most slots, from C(slots_min) to
+            C(slots_max), that each keep C(context_min) tokens are chosen, then each slot gets as many tokens as
+            the memory left holds, up to C(context_max) and never beyond the model's trained context.
+          - Without a GPU memory size or a model file to size against, llama-server's own count (4, at most
+            C(slots_max)) at C(context_min) tokens is returned, with C(skipped=true).
+          - The chosen C(slots) and C(context_per_slot) come back in the plan's result, with C(choice) (why).
+        type: dict
+        suboptions:
+          slots_min:
+            description: Fewest slots (C(slots_max) too for a fixed count).
+            type: int
+            default: 1
+          slots_max:
+            description: Most slots.
+            type: int
+            default: 16
+          context_min:
+            description: Tokens each slot keeps at least.
+            type: int
+            default: 8192
+          context_max:
+            description: Tokens per slot at most.
+            type: int
+            default: 32768
       kv_cache_type:
         description: KV cache element type (llama.cpp C(-ctk)/C(-ctv)).
         type: str
@@ -164,8 +190,19 @@ options:
         description: GPUs the layers are split across.
         type: int
         default: 1
+      gpus:
+        description:
+          - The O(gpus) indexes the plan runs on; empty means every serving GPU.
+          - Plans that share a GPU are summed there and refused together when they overfill it. A plan with
+            O(memory_plans[].choose_slots) gets, on each of its GPUs, what the fixed plans there leave, split
+            evenly between the plans choosing their slots there.
+        type: list
+        elements: int
+        default: []
       gpu_memory_mib:
-        description: Memory of one GPU in MiB. Defaults to the smallest C(memory_total_mib) among the serving O(gpus).
+        description:
+          - Memory of one GPU in MiB. Defaults to the smallest C(memory_total_mib) among the plan's GPUs (see
+            O(memory_plans[].gpus)). A plan given it is not summed with others.
         type: int
       compute_buffer_mib:
         description:
@@ -285,6 +322,8 @@ memory_plans:
       C(kv_cache_mib), C(compute_buffer_mib), C(overhead_mib), C(safety_margin_mib), C(required_mib),
       C(headroom_mib)), C(fits), C(message) (the arithmetic), C(remedies) and its inputs.
     - A skipped plan has C(name), C(skipped=true) and C(skip_reason).
+    - A plan with O(memory_plans[].choose_slots) also has C(slots), C(context_per_slot) and C(choice) (the
+      reason), skipped or not.
   returned: always
   type: list
   elements: dict
@@ -316,16 +355,25 @@ msg:
 import datetime
 import os
 import platform
+from collections import Counter
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.gguf_metadata import GGUFError, read_gguf_metadata
 from ansible.module_utils.host_readiness import readiness_warnings
 from ansible.module_utils.memory_plan import (
     DEFAULT_COMPUTE_BUFFER_MIB,
+    DEFAULT_SLOT_CONTEXT_MAX,
+    DEFAULT_SLOT_CONTEXT_MIN,
+    DEFAULT_SLOTS_MAX,
     MIB,
+    GpuUse,
+    choose_slots,
     estimate_compute_buffer_mib,
+    overcommitted,
     plan_memory,
     shape_from_gguf,
+    shared_budget_mib,
+    unsized_slots,
 )
 from ansible.module_utils.stack_rules import (
     Refusal,
@@ -353,11 +401,18 @@ MEMORY_PLAN_SPEC = dict(
     kv_heads=dict(type="int"),
     head_dim=dict(type="int"),
     weights_mib=dict(type="int"),
-    context_per_slot=dict(type="int", required=True),
+    context_per_slot=dict(type="int"),
     slots=dict(type="int", default=1),
+    choose_slots=dict(type="dict", options=dict(
+        slots_min=dict(type="int", default=1),
+        slots_max=dict(type="int", default=DEFAULT_SLOTS_MAX),
+        context_min=dict(type="int", default=DEFAULT_SLOT_CONTEXT_MIN),
+        context_max=dict(type="int", default=DEFAULT_SLOT_CONTEXT_MAX),
+    )),
     kv_cache_type=dict(type="str", default="f16",
                        choices=["f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl"]),
     gpu_count=dict(type="int", default=1),
+    gpus=dict(type="list", elements="int", default=[]),
     gpu_memory_mib=dict(type="int"),
     compute_buffer_mib=dict(type="int"),
     flash_attention=dict(type="bool", default=True),
@@ -403,17 +458,63 @@ def smallest_gpu_memory_mib(gpus):
     return min(sizes) if sizes else None
 
 
-def size_plan(spec, gpus):
-    """One memory plan -> (result dict, refusal or None, warning or None)."""
-    name = spec["name"]
-    gpu_memory_mib = spec["gpu_memory_mib"] or smallest_gpu_memory_mib(gpus)
-    if not gpu_memory_mib:
-        return skipped(name, "no GPU memory size is known: set gpu_memory_mib")
-    compute_buffer_mib = spec["compute_buffer_mib"]
+def size_plans(specs, gpus):
+    """Every memory plan -> (results in order, refusals, warnings).
+
+    Plans with fixed sizes first, on their own GPUs' memory; then the plans
+    choosing their slots, each with its share of what those leave; then every
+    GPU that several plans share is checked for their sum.
+    """
+    memory = {gpu["index"]: gpu["memory_total_mib"] for gpu in gpus
+              if gpu.get("index") is not None and gpu.get("memory_total_mib")}
+
+    def gpus_of(spec):
+        """The GPU indexes a plan runs on; () where that is unknown or the plan brings its own memory size."""
+        indexes = tuple(spec["gpus"]) or tuple(sorted(memory))
+        return indexes if memory and not spec["gpu_memory_mib"] and all(i in memory for i in indexes) else ()
+
+    choosing = Counter(gpu for spec in specs if spec["choose_slots"] is not None for gpu in gpus_of(spec))
+    results, refusals, warnings, fixed, uses = [None] * len(specs), [], [], [], []
+    for index in sorted(range(len(specs)), key=lambda index: specs[index]["choose_slots"] is not None):
+        spec, on = specs[index], gpus_of(specs[index])
+        if not on:
+            budget, shared = None, ""
+        elif spec["choose_slots"] is None:
+            budget, shared = min(memory[gpu] for gpu in on), ""
+        else:
+            budget = shared_budget_mib(on, fixed, choosing, memory, spec["safety_margin_mib"])
+            beside = len(set(use.name for use in fixed if set(use.gpus) & set(on))) + max(
+                choosing[gpu] for gpu in on) - 1
+            shared = "within %d MiB, its share of GPU %s beside %d other plan%s" % (
+                budget, ",".join(map(str, on)), beside, "" if beside == 1 else "s") if beside else ""
+        result, refusal, warning = size_plan(spec, gpus, budget, shared)
+        results[index] = result
+        refusals += [refusal] if refusal else []
+        warnings += [warning] if warning else []
+        if on and "required_mib" in result:
+            use = GpuUse(spec["name"], on, result["required_mib"] - result["safety_margin_mib"])
+            uses.append(use)
+            fixed += [use] if spec["choose_slots"] is None else []
+    margin = max([spec["safety_margin_mib"] for spec in specs] or [0])
+    return results, refusals + overcommitted(uses, memory, margin), warnings
+
+
+def size_plan(spec, gpus, budget_mib=None, shared=""):
+    """One memory plan -> (result dict, refusal or None, warning or None).
+
+    budget_mib: the GPU memory it may plan with (its GPUs', or its share);
+    shared: why it is a share, added to a slot choice's reason.
+    """
+    name, choice = spec["name"], spec["choose_slots"]
+    if choice is None and spec["context_per_slot"] is None:
+        return plan_error(name, "has neither context_per_slot nor choose_slots", "Give one of them")
+    gpu_memory_mib = spec["gpu_memory_mib"] or budget_mib or smallest_gpu_memory_mib(gpus)
+    shape = None
     if spec["gguf_path"]:
         path = spec["gguf_path"]
         if not os.path.exists(path):
-            return skipped(name, "%s does not exist yet (the models stage fetches it); sized on the next run" % path)
+            return skipped(spec, None, "%s does not exist yet (the models stage fetches it); sized on the next run"
+                           % path)
         try:
             shape = shape_from_gguf(read_gguf_metadata(path, max_array_items=0))
         except (GGUFError, ValueError, OSError) as error:
@@ -422,27 +523,51 @@ def size_plan(spec, gpus):
                               "and weights_mib instead")
         layers, kv_heads, head_dim = shape.layers, shape.kv_heads, shape.head_dim
         weights_bytes = os.path.getsize(path)
-        if compute_buffer_mib is None:
-            compute_buffer_mib = estimate_compute_buffer_mib(
-                shape, spec["context_per_slot"], spec["slots"], spec["ubatch"], spec["flash_attention"])
     else:
         layers, kv_heads, head_dim = spec["layers"], spec["kv_heads"], spec["head_dim"]
         weights_bytes = spec["weights_mib"] * MIB
-    try:
-        plan = plan_memory(
+    if not gpu_memory_mib:
+        return skipped(spec, shape, "no GPU memory size is known: no serving GPU, and no gpu_memory_mib")
+
+    def plan_for(slots, context_per_slot):
+        compute_buffer_mib = spec["compute_buffer_mib"]
+        if compute_buffer_mib is None:
+            compute_buffer_mib = estimate_compute_buffer_mib(
+                shape, context_per_slot, slots, spec["ubatch"], spec["flash_attention"]) if shape \
+                else DEFAULT_COMPUTE_BUFFER_MIB
+        return plan_memory(
             name, layers=layers, kv_heads=kv_heads, head_dim=head_dim, weights_bytes=weights_bytes,
-            context_per_slot=spec["context_per_slot"], slots=spec["slots"], gpu_memory_mib=gpu_memory_mib,
-            kv_cache_type=spec["kv_cache_type"], gpu_count=spec["gpu_count"],
-            compute_buffer_mib=DEFAULT_COMPUTE_BUFFER_MIB if compute_buffer_mib is None else compute_buffer_mib,
+            context_per_slot=context_per_slot, slots=slots, gpu_memory_mib=gpu_memory_mib,
+            kv_cache_type=spec["kv_cache_type"], gpu_count=spec["gpu_count"], compute_buffer_mib=compute_buffer_mib,
             overhead_mib=spec["overhead_mib"], safety_margin_mib=spec["safety_margin_mib"])
+
+    try:
+        if choice is None:
+            plan = plan_for(spec["slots"], spec["context_per_slot"])
+            return plan.as_dict(), plan.refusal(), None
+        plan, chosen = choose_slots(plan_for, n_ctx_train=shape.context_length if shape else None, **choice)
     except ValueError as error:
         return plan_error(name, "cannot be sized: %s" % error, "Correct the plan's numbers")
-    return plan.as_dict(), plan.refusal(), None
+    result = plan.as_dict()
+    if chosen:
+        reason = "%s, %s" % (chosen.reason, shared) if shared else chosen.reason
+        result.update(choice=reason, message="%s; %s" % (reason, result["message"]))
+    return result, plan.refusal(), None
 
 
-def skipped(name, reason):
-    return ({"name": name, "skipped": True, "skip_reason": reason}, None,
-            "Memory plan %s skipped: %s." % (name, reason))
+def skipped(spec, shape, reason):
+    """A plan not sized; a slot choice then takes llama-server's own count."""
+    name, result = spec["name"], {"name": spec["name"], "skipped": True, "skip_reason": reason}
+    warning = "Memory plan %s skipped: %s." % (name, reason)
+    if spec["choose_slots"] is not None:
+        try:
+            chosen = unsized_slots(why=reason, n_ctx_train=shape.context_length if shape else None,
+                                   **spec["choose_slots"])
+        except ValueError as error:
+            return plan_error(name, "cannot be sized: %s" % error, "Correct the plan's numbers")
+        result.update(slots=chosen.slots, context_per_slot=chosen.context_per_slot, choice=chosen.reason)
+        warning = "Memory plan %s: %s." % (name, chosen.reason)
+    return result, None, warning
 
 
 def plan_error(name, reason, fix):
@@ -462,12 +587,9 @@ def main():
     refusals = check_stack(request, gpus)
     warnings = stack_warnings(request, gpus, datetime.date.today().isoformat())
     warnings += readiness_warnings(serving, params["host"] or {}, params["disk_required_mib"])
-    plans = []
-    for spec in params["memory_plans"]:
-        result, refusal, warning = size_plan(spec, serving)
-        plans.append(result)
-        refusals += [refusal] if refusal else []
-        warnings += [warning] if warning else []
+    plans, plan_refusals, plan_warnings = size_plans(params["memory_plans"], serving)
+    refusals += plan_refusals
+    warnings += plan_warnings
     for warning in warnings:
         module.warn(warning)
 

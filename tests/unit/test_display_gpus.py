@@ -13,7 +13,7 @@ from jinja2.nativetypes import NativeEnvironment
 
 from ansible.module_utils.gpu_inventory import build_gpu_facts, parse_lspci
 from ansible.module_utils.llama_cpp_build import resolve_architectures
-from ansible.module_utils.llama_server_plan import plan_instances
+from sample_llama_server import llama_server_settings, planned
 from ansible.module_utils.stack_rules import StackRequest, check_stack, resolve_cuda_architectures, stack_warnings
 from conftest import PROJECT_ROOT, RECORDED
 
@@ -55,13 +55,10 @@ def test_preflight_passes_and_warns_that_535_leaves_the_gt_710_undriven():
 
 def test_the_services_default_to_the_v100():
     assert role_default("vllm_server", "vllm_server_gpus") == [1]
-    settings = dict(
-        server_bin="/opt/llama.cpp/b1-abc/bin/llama-server", backend="cuda", gpu_count=FACTS["nvidia_gpu_count"],
-        serving_gpus=FACTS["nvidia_serving_gpu_indexes"], host="127.0.0.1", api_key_set=False, ctx_size=8192,
-        parallel=1, kv_cache_type="f16", gpu_layers=999, flash_attention=True, metrics=True, webui=False,
-        extra_args=[], config_dir="/etc/llama-server", restart_schedule="", restart_stagger_minutes=15)
-    (instance,) = plan_instances([{"name": "chat", "model": "/srv/models/chat.gguf", "port": 8081}],
-                                 settings)["instances"]
+    settings = llama_server_settings(gpu_count=FACTS["nvidia_gpu_count"], serving_gpus=FACTS["nvidia_serving_gpu_indexes"],
+                                     restart_schedule="")
+    (instance,) = planned([{"name": "chat", "model": "/srv/models/chat.gguf", "port": 8081}],
+                          settings)["instances"]
     assert instance["environment"] == {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": "1"}
 
 

@@ -3,26 +3,14 @@ from __future__ import annotations
 
 import pytest
 
-from ansible.module_utils.llama_server_plan import (
-    health_url, plan_instances, refused_extra_args, staggered_calendar,
-)
+from ansible.module_utils.llama_server_plan import health_url, plan_instances, refused_extra_args, staggered_calendar
+from sample_llama_server import llama_server_settings, planned
 
 MODELS = {"qwen": {"path": "/srv/models/qwen.gguf", "sha256": "a" * 64}}
 
 
-def settings(**changes):
-    base = dict(
-        server_bin="/opt/llama.cpp/b1-abc/bin/llama-server", backend="cuda", gpu_count=2, host="127.0.0.1",
-        api_key_set=False, ctx_size=8192, parallel=1, kv_cache_type="f16", gpu_layers=999, flash_attention=True,
-        metrics=True, webui=False, extra_args=[], config_dir="/etc/llama-server",
-        restart_schedule="*-*-* 04:00:00", restart_stagger_minutes=15,
-    )
-    base.update(changes)
-    return base
-
-
 def plan(instances, **changes):
-    return plan_instances(instances, settings(**changes), MODELS)
+    return planned(instances, llama_server_settings(**changes), MODELS)
 
 
 def test_one_instance_per_gpu_gets_its_own_device_and_a_staggered_restart():
@@ -37,7 +25,7 @@ def test_one_instance_per_gpu_gets_its_own_device_and_a_staggered_restart():
     assert first["argv"] == [
         "/opt/llama.cpp/b1-abc/bin/llama-server", "--model", "/srv/models/qwen.gguf", "--alias", "qwen",
         "--host", "127.0.0.1", "--port", "8081", "--ctx-size", "8192", "--parallel", "1",
-        "--cache-type-k", "f16", "--cache-type-v", "f16", "--flash-attn", "on", "--gpu-layers", "999",
+        "--no-kv-unified", "--batch-size", "2048", "--ubatch-size", "512", "--cache-type-k", "f16", "--cache-type-v", "f16", "--flash-attn", "on", "--gpu-layers", "999",
         "--metrics", "--no-webui"]
     assert "--split-mode" not in first["argv"]
     assert first["unit"] == "llama-server-a" and first["health_url"] == "http://127.0.0.1:8081/health"
@@ -82,7 +70,16 @@ def test_the_memory_plan_takes_the_context_per_slot_and_the_larger_cache_type():
                       "cache_type_k": "q8_0", "cache_type_v": "q4_0"}])["instances"][0]
     assert instance["memory_plan"] == {
         "name": "llama_server_instances a (qwen)", "gguf_path": "/srv/models/qwen.gguf",
-        "context_per_slot": 5462, "slots": 3, "kv_cache_type": "q8_0", "gpu_count": 1, "flash_attention": True}
+        "context_per_slot": 5462, "slots": 3, "kv_cache_type": "q8_0", "gpus": [0], "gpu_count": 1,
+        "flash_attention": True, "ubatch": 512}
+
+
+def test_an_instance_without_gpus_is_planned_over_every_serving_gpu():
+    # llama.cpp splits the layers over every GPU it sees.
+    (every,) = plan([{"name": "a", "model": "qwen", "port": 1}])["instances"]
+    assert (every["memory_plan"]["gpus"], every["memory_plan"]["gpu_count"]) == ([], 2)
+    (serving,) = plan([{"name": "a", "model": "qwen", "port": 1}], gpu_count=3, serving_gpus=[1, 2])["instances"]
+    assert serving["memory_plan"]["gpu_count"] == 2
 
 
 def test_a_cpu_build_gets_no_gpu_flags_and_refuses_gpus():
@@ -193,3 +190,78 @@ def test_a_refused_extra_arg_is_named_by_its_flag_not_its_value():
     result = plan([{"name": "a", "model": "qwen", "port": 1, "extra_args": ["--api-key=sk-secret"]}])
     assert "sk-secret" not in " ".join(result["errors"])
     assert "--api-key (set api_key instead)" in result["errors"][0]
+
+
+# --- slots: ctx_size / parallel "auto", kv_unified, batch sizes ---------------------------------------------
+
+
+def test_auto_asks_the_host_to_choose_the_slots():
+    (instance,) = plan_instances([{"name": "a", "model": "qwen", "port": 1, "gpus": [0]}],
+                                 llama_server_settings(ctx_size="auto", parallel="auto"), MODELS)["instances"]
+    assert "argv" not in instance
+    assert instance["memory_plan"]["choose_slots"] == {
+        "slots_min": 1, "slots_max": 16, "context_min": 8192, "context_max": 32768}
+    assert "context_per_slot" not in instance["memory_plan"]
+
+
+def test_auto_takes_the_slots_the_host_chose():
+    sized = [{"name": "llama_server_instances a (qwen)", "slots": 6, "context_per_slot": 8192,
+              "choice": "6 slots x 8192 tokens: ..."}]
+    (instance,) = planned([{"name": "a", "model": "qwen", "port": 1}],
+                          llama_server_settings(ctx_size="auto", parallel="auto"), MODELS, sized)["instances"]
+    argv = instance["argv"]
+    assert argv[argv.index("--ctx-size") + 1] == "49152" and argv[argv.index("--parallel") + 1] == "6"
+    assert (instance["ctx_size"], instance["parallel"]) == (49152, 6)
+    assert instance["slot_choice"] == "6 slots x 8192 tokens: ..."
+
+
+def test_auto_without_a_sized_plan_is_refused():
+    result = planned([{"name": "a", "model": "qwen", "port": 1}],
+                     llama_server_settings(ctx_size="auto", parallel="auto"), MODELS, [])
+    assert result["instances"] == []
+    assert result["errors"] == ["llama_server_instances a: its slots were not sized (no memory plan came back)."]
+
+
+def test_a_fixed_slot_count_with_auto_context():
+    (instance,) = plan_instances([{"name": "a", "model": "qwen", "port": 1, "parallel": 4}],
+                                 llama_server_settings(ctx_size="auto", parallel="auto"), MODELS)["instances"]
+    assert instance["memory_plan"]["choose_slots"]["slots_min"] == 4
+    assert instance["memory_plan"]["choose_slots"]["slots_max"] == 4
+
+
+@pytest.mark.parametrize(("ctx_size", "slots"), [(65536, 8), (4096, 1), (1_000_000, 16)])
+def test_a_fixed_context_with_auto_slots_keeps_the_floor_per_slot(ctx_size, slots):
+    (instance,) = plan([{"name": "a", "model": "qwen", "port": 1, "ctx_size": ctx_size}], parallel="auto")[
+        "instances"]
+    assert (instance["ctx_size"], instance["parallel"]) == (ctx_size, slots)
+    assert instance["memory_plan"]["slots"] == slots
+
+
+def test_a_unified_cache_is_one_pool_of_the_whole_context():
+    (instance,) = plan([{"name": "a", "model": "qwen", "port": 1, "ctx_size": 32768, "parallel": 4,
+                         "kv_unified": True}])["instances"]
+    assert "--kv-unified" in instance["argv"] and "--no-kv-unified" not in instance["argv"]
+    assert (instance["memory_plan"]["context_per_slot"], instance["memory_plan"]["slots"]) == (32768, 1)
+
+
+def test_the_micro_batch_is_counted_up_to_the_batch():
+    (instance,) = plan([{"name": "a", "model": "qwen", "port": 1, "batch_size": 4096, "ubatch_size": 1024}])[
+        "instances"]
+    argv = instance["argv"]
+    assert argv[argv.index("--batch-size") + 1] == "4096" and argv[argv.index("--ubatch-size") + 1] == "1024"
+    assert instance["memory_plan"]["ubatch"] == 1024
+    # llama.cpp runs micro-batches of at most the batch (src/llama-context.cpp).
+    (small,) = plan([{"name": "a", "model": "qwen", "port": 1, "batch_size": 256, "ubatch_size": 1024}])["instances"]
+    assert small["memory_plan"]["ubatch"] == 256
+
+
+@pytest.mark.parametrize(("instance", "expected"), [
+    ({"parallel": "many"}, "parallel='many' must be a positive whole number, or auto"),
+    ({"ubatch_size": 0}, "ubatch_size=0 must be a positive whole number"),
+    ({"kv_unified": "yes"}, "kv_unified='yes' must be true or false"),
+    ({"extra_args": ["-kvu"]}, "-kvu (set kv_unified instead)"),
+    ({"extra_args": ["-ub", "1024"]}, "-ub (set ubatch_size instead)"),
+])
+def test_bad_slot_settings_are_refused(instance, expected):
+    result = plan([dict({"name": "a", "model": "qwen", "port": 1}, **instance)])
+    assert any(expected in error for error in result["errors"]), result["errors"]

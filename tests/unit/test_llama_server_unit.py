@@ -6,7 +6,7 @@ import importlib.util
 import jinja2
 from conftest import PROJECT_ROOT
 
-from ansible.module_utils.llama_server_plan import plan_instances
+from sample_llama_server import llama_server_settings, planned
 
 _spec = importlib.util.spec_from_file_location("v100_llm_filters", PROJECT_ROOT / "plugins" / "filter" / "v100_llm.py")
 _filters = importlib.util.module_from_spec(_spec)
@@ -22,13 +22,9 @@ def render(name, **variables):
 
 
 def cuda_unit():
-    settings = dict(
-        server_bin="/opt/llama.cpp/b1-abc/bin/llama-server", backend="cuda", gpu_count=2, host="127.0.0.1",
-        api_key_set=True, ctx_size=8192, parallel=1, kv_cache_type="f16", gpu_layers=999, flash_attention=True,
-        metrics=True, webui=False, extra_args=[], config_dir="/etc/llama-server",
-        restart_schedule="*-*-* 04:00:00", restart_stagger_minutes=15)
-    instance = plan_instances([{"name": "coder", "model": "/srv/models/50%.gguf", "port": 8081, "gpus": [1]}],
-                              settings)["instances"][0]
+    settings = llama_server_settings(api_key_set=True)
+    instance = planned([{"name": "coder", "model": "/srv/models/50%.gguf", "port": 8081, "gpus": [1]}],
+                       settings)["instances"][0]
     return render("llama-server.service.j2", item=instance, llama_server_user="llama-server",
                   llama_server_group="llama-server", llama_server_start_timeout=900,
                   __llama_server_build_dir="/opt/llama.cpp/b1-abc", __llama_server_backend="cuda")

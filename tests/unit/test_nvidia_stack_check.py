@@ -151,7 +151,8 @@ def test_unknown_gpu_memory_skips_the_plan(capsys):
     plan = {"name": "p", "layers": 2, "kv_heads": 1, "head_dim": 64, "weights_mib": 10, "context_per_slot": 256}
     code, result = run(capsys, module_args(gpus=[], require_gpu=False, memory_plans=[plan]))
     assert code == 0
-    assert result["memory_plans"][0]["skip_reason"] == "no GPU memory size is known: set gpu_memory_mib"
+    assert result["memory_plans"][0]["skip_reason"] == (
+        "no GPU memory size is known: no serving GPU, and no gpu_memory_mib")
     plan["gpu_memory_mib"] = 16384
     code, result = run(capsys, module_args(gpus=[], require_gpu=False, memory_plans=[plan]))
     assert result["memory_plans"][0]["fits"] is True
@@ -230,3 +231,80 @@ def test_a_kepler_display_card_on_535_is_a_warning(capsys):
     [display] = [w for w in result["readiness_warnings"] if "is a display card" in w]
     assert "NVIDIA's last branch for Kepler GPUs is 470" in display
     assert display in emitted_warnings(result)
+
+
+def test_choose_slots_sizes_from_the_real_gguf_and_the_gpu(capsys):
+    # SmolLM2-135M was trained on 8192 tokens: the floor and the ceiling stop there.
+    plan = {"name": "smollm2", "gguf_path": str(SMOLLM2_PREFIX), "choose_slots": {}}
+    code, result = run(capsys, module_args(memory_plans=[plan]))
+    assert code == 0, result
+    [sized] = result["memory_plans"]
+    assert (sized["slots"], sized["context_per_slot"]) == (16, 8192) and sized["fits"] is True
+    assert sized["choice"] == "16 slots x 8192 tokens: the most slots (at most 16) that each keep 8192 tokens"
+    assert sized["message"].startswith(sized["choice"] + "; smollm2 fits on 1 GPU")
+
+
+def test_choose_slots_that_cannot_fit_one_slot_is_refused(capsys):
+    plan = {"name": "big", "layers": 64, "kv_heads": 8, "head_dim": 128, "weights_mib": 30000,
+            "choose_slots": {"context_min": 8192}}
+    code, result = run(capsys, module_args(memory_plans=[plan]))
+    assert code == 1
+    assert "- memory_plans=big does not fit: needs " in result["msg"]
+    assert (result["memory_plans"][0]["slots"], result["memory_plans"][0]["context_per_slot"]) == (1, 8192)
+
+
+def test_choose_slots_without_gpu_memory_takes_llama_servers_own_count(capsys):
+    plan = {"name": "smollm2", "gguf_path": str(SMOLLM2_PREFIX), "choose_slots": {"slots_max": 16}}
+    code, result = run(capsys, module_args(gpus=[], require_gpu=False, memory_plans=[plan]))
+    assert code == 0, result
+    [sized] = result["memory_plans"]
+    assert sized["skipped"] is True and (sized["slots"], sized["context_per_slot"]) == (4, 8192)
+    assert sized["choice"].startswith("4 slots x 8192 tokens, not sized (no GPU memory size is known")
+    assert any("Memory plan smollm2: 4 slots x 8192 tokens, not sized" in w for w in emitted_warnings(result))
+
+
+def test_a_plan_needs_a_context_or_a_slot_choice(capsys):
+    plan = {"name": "x", "layers": 2, "kv_heads": 1, "head_dim": 64, "weights_mib": 10}
+    code, result = run(capsys, module_args(memory_plans=[plan]))
+    assert code == 1 and "has neither context_per_slot nor choose_slots" in result["msg"]
+
+
+QWEN_32B_Q4 = {"layers": 64, "kv_heads": 8, "head_dim": 128, "weights_mib": 18932, "compute_buffer_mib": 307}
+
+
+def test_two_auto_plans_on_one_gpu_split_it(capsys):
+    plans = [dict(QWEN_32B_Q4, name=name, gpus=[0], weights_mib=4000, choose_slots={}) for name in ("a", "b")]
+    code, result = run(capsys, module_args(gpus=[v100_pcie_32gb(0), v100_pcie_32gb(1)], memory_plans=plans))
+    assert code == 0, result
+    first, second = result["memory_plans"]
+    # (32768 - 512) // 2 + 512 = 16640 MiB each: 16 slots of 8192 need 4000 + 32768 + ... : fewer fit.
+    assert first["gpu_memory_mib"] == second["gpu_memory_mib"] == 16640
+    assert first["slots"] == second["slots"] == 5
+    assert first["choice"].endswith(", within 16640 MiB, its share of GPU 0 beside 1 other plan")
+    assert first["required_mib"] + second["required_mib"] - 512 <= 32768
+
+
+def test_an_auto_plan_gets_what_a_fixed_plan_on_its_gpu_leaves(capsys):
+    fixed = dict(QWEN_32B_Q4, name="fixed", gpus=[0], weights_mib=4000, context_per_slot=8192, slots=2)
+    auto = dict(QWEN_32B_Q4, name="auto", gpus=[0], weights_mib=4000, choose_slots={})
+    code, result = run(capsys, module_args(memory_plans=[auto, fixed]))
+    assert code == 0, result
+    chosen, sized = result["memory_plans"]  # in the order given
+    assert sized["required_mib"] == 4000 + 4096 + 307 + 600 + 512
+    assert chosen["gpu_memory_mib"] == 32768 - (sized["required_mib"] - 512)
+    # KV room: 23765 - 4000 - 307 - 600 - 512 = 18346 MiB; 8192 f16 tokens of this shape take 2048 MiB.
+    assert chosen["slots"] == 8
+    assert chosen["choice"].endswith("its share of GPU 0 beside 1 other plan")
+
+
+def test_fixed_plans_that_overfill_a_shared_gpu_are_refused_together(capsys):
+    plans = [dict(QWEN_32B_Q4, name=name, gpus=[0], context_per_slot=8192, slots=2) for name in ("a", "b")]
+    code, result = run(capsys, module_args(gpus=[v100_pcie_32gb(0), v100_pcie_32gb(1)], memory_plans=plans))
+    assert code == 1
+    assert all(plan["fits"] for plan in result["memory_plans"])  # each alone fits
+    # Each: weights 18932 + KV 4096 + compute 307 + overhead 600 = 23935 MiB, beside one safety margin.
+    assert ("- memory_plans=GPU 0 is shared by 2 llama_server_instances that need 48382 MiB together, 15614 MiB "
+            "more than it has: a 23935 + b 23935 + safety margin 512 = 48382 MiB of 32768 MiB") in result["msg"]
+    assert "Give them different gpus" in result["msg"]
+    apart = [dict(plans[0], gpus=[0]), dict(plans[1], gpus=[1])]
+    assert run(capsys, module_args(gpus=[v100_pcie_32gb(0), v100_pcie_32gb(1)], memory_plans=apart))[0] == 0

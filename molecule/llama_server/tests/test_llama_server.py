@@ -3,7 +3,8 @@ real llama-server (llama.cpp 0c1e57098, CPU build) with the real SmolLM2 model,
 under systemd, sandboxed, keyed, health-checked and restarted on schedule.
 
 Instances (converge.yml): chat on 127.0.0.1:8081 with an API key (2 slots,
--c 2048), mini on 127.0.0.1:8082 without one.
+-c 2048), mini on 127.0.0.1:8082 without one (4 slots: auto's choice after
+converge, fixed by side_effect.yml).
 """
 import json
 import time
@@ -88,6 +89,27 @@ def test_the_instance_without_a_key_serves_its_own_model(host):
     status, answer = http(host, "GET", f"{MINI}/v1/models")
     assert status == 200
     assert [model["id"] for model in json.loads(answer)["data"]] == ["smollm2-hf"]
+
+
+def test_four_requests_are_served_at_once_on_four_slots(host):
+    """Four requests sent together all run together: /slots shows four busy at one moment."""
+    request = json.dumps({"prompt": "Count slowly from one to one hundred:", "n_predict": 200, "ignore_eos": True,
+                          "cache_prompt": False})
+    host.check_output(
+        "for i in 1 2 3 4; do (curl -s -m 300 -o /tmp/answer-$i -H 'Content-Type: application/json' "
+        f"-d '{request}' {MINI}/completion &) ; done")
+    busy = []
+
+    def four_busy():
+        slots = json.loads(host.check_output(f"curl -s -m 10 {MINI}/slots"))
+        busy.append(sum(1 for slot in slots if slot["is_processing"]))
+        return busy[-1] == 4
+
+    assert wait_for(four_busy, 60), busy
+    assert wait_for(lambda: host.run("grep -l tokens_predicted /tmp/answer-1 /tmp/answer-2 /tmp/answer-3 "
+                                     "/tmp/answer-4").stdout.count("answer") == 4, 300)
+    for index in range(1, 5):
+        assert json.loads(host.check_output(f"cat /tmp/answer-{index}"))["tokens_predicted"] == 200
 
 
 def test_the_servers_listen_on_loopback_only(host):

@@ -1,0 +1,118 @@
+"""memory_plan.choose_slots: the most slots that keep a context floor, then longer slots.
+
+Shapes are real: Qwen2.5-32B-Instruct's config.json (64 layers, 8 KV heads,
+head_dim 128, vocabulary 152064, FFN 27648, trained context 32768) with its
+Q4_K_M file size, and a Llama-3-8B shape (32 layers, 8 KV heads, trained
+context 131072) as in tests/gpu/make_bench_model.py.
+"""
+from __future__ import annotations
+
+import pytest
+
+from ansible.module_utils.memory_plan import (
+    ModelShape,
+    choose_slots,
+    estimate_compute_buffer_mib,
+    plan_memory,
+    unsized_slots,
+)
+
+QWEN25_32B = ModelShape(architecture="qwen2", layers=64, kv_heads=8, head_dim=128, attention_heads=40,
+                        embedding_length=5120, feed_forward_length=27648, vocab_size=152064, context_length=32768)
+QWEN25_32B_Q4_K_M_BYTES = 19851336256
+LLAMA3_8B = ModelShape(architecture="llama", layers=32, kv_heads=8, head_dim=128, attention_heads=32,
+                       embedding_length=4096, feed_forward_length=14336, vocab_size=128256, context_length=131072)
+LLAMA3_8B_Q4_K_M_BYTES = 4920734016
+V100_32GB_MIB = 32768
+H200_MIB = 143771
+
+
+def sizer(shape, weights_bytes, gpu_memory_mib, kv_cache_type="f16", ubatch=512, flash_attention=True, gpu_count=1):
+    def plan_for(slots, context_per_slot):
+        return plan_memory(
+            "m", layers=shape.layers, kv_heads=shape.kv_heads, head_dim=shape.head_dim, weights_bytes=weights_bytes,
+            context_per_slot=context_per_slot, slots=slots, gpu_memory_mib=gpu_memory_mib,
+            kv_cache_type=kv_cache_type, gpu_count=gpu_count,
+            compute_buffer_mib=estimate_compute_buffer_mib(shape, context_per_slot, slots, ubatch, flash_attention))
+    return plan_for
+
+
+def choose(plan_for, slots_min=1, slots_max=16, context_min=8192, context_max=32768, n_ctx_train=None):
+    return choose_slots(plan_for, slots_min=slots_min, slots_max=slots_max, context_min=context_min,
+                        context_max=context_max, n_ctx_train=n_ctx_train)
+
+
+def test_a_32b_q4_k_m_on_one_v100_gets_six_slots_of_8192():
+    # KV budget: 32768 - weights 18932 - compute 307 - overhead 600 - margin 512 = 12417 MiB;
+    # a token costs 2 x 64 x 8 x 128 x 2 bytes = 0.25 MiB, so 6 x 8192 tokens (12288 MiB) fit, 7 do not.
+    plan, chosen = choose(sizer(QWEN25_32B, QWEN25_32B_Q4_K_M_BYTES, V100_32GB_MIB), n_ctx_train=32768)
+    assert (chosen.slots, chosen.context_per_slot) == (6, 8192)
+    assert plan.fits and plan.kv_cache_mib == 12288 and plan.required_mib == 32639
+    assert chosen.reason == ("6 slots x 8192 tokens: the most slots (at most 16) that each keep 8192 tokens "
+                             "(7 would need 34687 MiB of 32768 MiB)")
+
+
+def test_a_q8_0_cache_nearly_doubles_the_slots():
+    _, chosen = choose(sizer(QWEN25_32B, QWEN25_32B_Q4_K_M_BYTES, V100_32GB_MIB, kv_cache_type="q8_0"))
+    # 2 x 64 x 8 x 128 x 34/32 bytes = 0.1328 MiB a token: 11 slots of 8192 (11968 MiB), then 8448 each.
+    assert (chosen.slots, chosen.context_per_slot) == (11, 8448)
+
+
+def test_two_gpus_split_the_layers_and_hold_more_slots():
+    _, chosen = choose(sizer(QWEN25_32B, QWEN25_32B_Q4_K_M_BYTES, V100_32GB_MIB, gpu_count=2))
+    assert chosen.slots == 16
+    assert chosen.context_per_slot > 8192 and chosen.context_per_slot % 256 == 0
+
+
+def test_spare_memory_lengthens_the_slots_up_to_the_ceiling():
+    plan, chosen = choose(sizer(LLAMA3_8B, LLAMA3_8B_Q4_K_M_BYTES, H200_MIB), n_ctx_train=131072)
+    assert (chosen.slots, chosen.context_per_slot) == (16, 32768)
+    assert plan.fits and plan.kv_cache_mib == 16 * 32768 // 8
+    assert chosen.reason.endswith(", then each slot grown to 32768 tokens (at most 32768) with the memory left")
+
+
+def test_growth_stops_where_the_memory_ends():
+    # 8B Q4_K_M on one V100: 16 slots of 8192 fit (16384 MiB of KV), and each slot grows to what is left.
+    plan, chosen = choose(sizer(LLAMA3_8B, LLAMA3_8B_Q4_K_M_BYTES, V100_32GB_MIB), n_ctx_train=131072)
+    assert chosen.slots == 16 and 8192 < chosen.context_per_slot < 32768
+    assert plan.fits and plan.headroom_mib < 16 * 256 // 8  # one more step of 256 tokens per slot would not fit
+    longer = sizer(LLAMA3_8B, LLAMA3_8B_Q4_K_M_BYTES, V100_32GB_MIB)(16, chosen.context_per_slot + 256)
+    assert not longer.fits
+
+
+def test_the_trained_context_caps_floor_and_ceiling():
+    _, chosen = choose(sizer(LLAMA3_8B, LLAMA3_8B_Q4_K_M_BYTES, H200_MIB), n_ctx_train=4096)
+    assert (chosen.slots, chosen.context_per_slot) == (16, 4096)
+
+
+def test_a_fixed_slot_count_only_sizes_the_context():
+    _, chosen = choose(sizer(QWEN25_32B, QWEN25_32B_Q4_K_M_BYTES, V100_32GB_MIB), slots_min=2, slots_max=2)
+    assert chosen.slots == 2 and chosen.context_per_slot == 24832
+    assert "exactly 2, as asked" in chosen.reason
+
+
+def test_when_not_one_slot_fits_the_smallest_plan_is_refused_with_remedies():
+    plan, chosen = choose(sizer(QWEN25_32B, QWEN25_32B_Q4_K_M_BYTES, 16384))
+    assert chosen is None and not plan.fits
+    assert (plan.slots, plan.context_per_slot) == (1, 8192)
+    assert plan.refusal() is not None and "smaller quantization" in plan.refusal().fix
+
+
+def test_without_gpu_memory_llama_servers_own_count_at_the_floor():
+    chosen = unsized_slots(1, 16, 8192, 32768, 131072, "no GPU")
+    assert (chosen.slots, chosen.context_per_slot) == (4, 8192)
+    assert "not sized (no GPU)" in chosen.reason
+    short = unsized_slots(1, 2, 8192, 32768, 2048, "no GPU")
+    assert (short.slots, short.context_per_slot) == (2, 2048)
+    assert unsized_slots(6, 6, 8192, 32768, None, "no GPU").slots == 6
+
+
+@pytest.mark.parametrize(("arguments", "complaint"), [
+    (dict(slots_min=0), "slots must be positive"),
+    (dict(slots_min=4, slots_max=2), "slots_min <= slots_max"),
+    (dict(context_min=0), "slot contexts must be positive"),
+    (dict(context_min=8192, context_max=4096), "context_min <= context_max"),
+])
+def test_bad_bounds_raise(arguments, complaint):
+    with pytest.raises(ValueError, match=complaint):
+        choose(sizer(QWEN25_32B, QWEN25_32B_Q4_K_M_BYTES, V100_32GB_MIB), **arguments)
