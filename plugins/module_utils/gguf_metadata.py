@@ -23,6 +23,11 @@ from typing import IO, Any, Dict, List, Tuple, Union
 GGUF_MAGIC = b"GGUF"
 SUPPORTED_VERSIONS = (2, 3)
 DEFAULT_MAX_ARRAY_ITEMS = 16
+# Per-layer lists a memory plan needs (which layers keep a KV cache, and which
+# of them a sliding-window one): kept whole whatever max_array_items says, up
+# to this many items (one per layer).
+LAYER_ARRAY_SUFFIXES = (".attention.head_count_kv", ".attention.sliding_window_pattern")
+MAX_LAYER_ARRAY_ITEMS = 4096
 # gguf.h caps nothing, but a key longer than this is a corrupt file, not a key.
 MAX_KEY_BYTES = 65535
 
@@ -211,7 +216,8 @@ def read_gguf_metadata(source: Source, max_array_items: int = DEFAULT_MAX_ARRAY_
     source: a path, or a seekable binary file object positioned at the file's start.
     max_array_items: how many elements of each array to keep; the rest are read
     past, so a 150k-entry tokenizer vocabulary costs no memory. Every array's
-    full length is in ``array_lengths`` either way.
+    full length is in ``array_lengths`` either way. The per-layer lists of
+    LAYER_ARRAY_SUFFIXES are kept whole (up to MAX_LAYER_ARRAY_ITEMS).
 
     Returns a dict:
       version, tensor_count, kv_count: from the fixed header;
@@ -238,7 +244,8 @@ def _read_stream(stream: IO[bytes], path_hint: str, max_array_items: int) -> Dic
     for _ in range(kv_count):
         key = reader.string("metadata key", limit=MAX_KEY_BYTES)
         value_type = reader.scalar("I", key + " (type)")
-        metadata[key] = _read_value(reader, value_type, key, max_array_items, array_lengths)
+        keep = MAX_LAYER_ARRAY_ITEMS if key.endswith(LAYER_ARRAY_SUFFIXES) else max_array_items
+        metadata[key] = _read_value(reader, value_type, key, keep, array_lengths)
     kv_end_offset = reader.offset()
     parameter_count = _read_tensor_infos(reader, tensor_count)
     return {
@@ -273,8 +280,10 @@ def model_summary(gguf: Dict[str, Any]) -> Dict[str, Any]:
     Keys follow llama.cpp's names ({arch}.block_count etc.). head_count_kv
     defaults to head_count (no GQA) and key/value_length to
     embedding_length / head_count, as llama.cpp does when they are absent.
-    A per-layer list (some hybrid models) is reduced to its largest entry, which
-    over-estimates the KV cache rather than under-estimating it.
+    A per-layer list (some hybrid models) is reduced to its largest entry here;
+    the whole list of KV heads per layer (0 for a layer without attention) is
+    in kv_heads_per_layer, and sliding_window / sliding_window_pattern are the
+    raw sliding-window keys (memory_plan.kv_layout reads them).
     """
     metadata = gguf["metadata"]
     architecture = metadata.get("general.architecture")
@@ -307,4 +316,11 @@ def model_summary(gguf: Dict[str, Any]) -> Dict[str, Any]:
         "file_type": file_type,
         "quantization": quantization_name(file_type),
         "parameter_count": gguf.get("parameter_count"),
+        "kv_heads_per_layer": _per_layer(metadata.get("%s.attention.head_count_kv" % architecture)),
+        "sliding_window": metadata.get("%s.attention.sliding_window" % architecture),
+        "sliding_window_pattern": metadata.get("%s.attention.sliding_window_pattern" % architecture),
     }
+
+
+def _per_layer(value: Any) -> Any:
+    return list(value) if isinstance(value, list) and value else None

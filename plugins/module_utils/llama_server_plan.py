@@ -39,6 +39,7 @@ ROLE_FLAGS = {
     "-ts": "tensor_split", "--tensor-split": "tensor_split", "--api-key": "api_key", "--api-key-file": "api_key",
     "-kvu": "kv_unified", "--kv-unified": "kv_unified", "-no-kvu": "kv_unified", "--no-kv-unified": "kv_unified",
     "-b": "batch_size", "--batch-size": "batch_size", "-ub": "ubatch_size", "--ubatch-size": "ubatch_size",
+    "-fit": "ctx_size and gpu_layers (the role sizes them)", "--fit": "ctx_size and gpu_layers (the role sizes them)",
     "-a": "name", "--alias": "name", "--metrics": "llama_server_metrics",
     "--webui": "llama_server_webui", "--no-webui": "llama_server_webui",
 }
@@ -127,17 +128,22 @@ def _instance_errors(where: str, instance: Mapping[str, Any], settings: Mapping[
         errors.append("%s.model=%r is neither a models_list name (known: %s) nor an absolute path to a "
                       ".gguf file." % (where, instance.get("model"), known))
     for key in ("ctx_size", "parallel"):
-        value = instance.get(key, settings[key])
+        label, value = _setting(where, instance, settings, key)
         if value != AUTO and not _int_in(value, 1, 10_000_000):
-            errors.append("%s.%s=%r must be a positive whole number, or auto (sized to the GPU's memory)." % (
-                where, key, value))
+            errors.append("%s=%r must be a positive whole number, or auto (sized to the GPU's memory)." % (
+                label, value))
     for key in ("batch_size", "ubatch_size"):
-        value = instance.get(key, settings[key])
+        label, value = _setting(where, instance, settings, key)
         if not _int_in(value, 1, 1_000_000):
-            errors.append("%s.%s=%r must be a positive whole number (llama-server's -b/-ub; its defaults are "
-                          "2048 and 512)." % (where, key, value))
-    if not isinstance(instance.get("kv_unified", settings["kv_unified"]), bool):
-        errors.append("%s.kv_unified=%r must be true or false." % (where, instance.get("kv_unified")))
+            errors.append("%s=%r must be a positive whole number (llama-server's -b/-ub; its defaults are "
+                          "2048 and 512)." % (label, value))
+    label, value = _setting(where, instance, settings, "gpu_layers")
+    if not _int_in(value, 0, 100_000):
+        errors.append("%s=%r must be a whole number of layers, 0 or more (999: all of them); the memory plan "
+                      "counts every layer on the GPUs." % (label, value))
+    label, value = _setting(where, instance, settings, "kv_unified")
+    if not isinstance(value, bool):
+        errors.append("%s=%r must be true or false." % (label, value))
     for key, value in zip(("cache_type_k", "cache_type_v"), _cache_types(instance, settings)):
         if value not in KV_CACHE_TYPES:
             errors.append("%s.%s=%r is not a KV cache type: use one of %s." % (
@@ -161,6 +167,24 @@ def _instance_errors(where: str, instance: Mapping[str, Any], settings: Mapping[
             errors.append("%s: extra arguments %s are set by the role: %s." % (
                 where, ", ".join(refused), "use the instance keys named there"))
     errors += _gpu_errors(where, instance, settings)
+    return errors
+
+
+def _setting(where: str, instance: Mapping[str, Any], settings: Mapping[str, Any], key: str) -> Tuple[str, Any]:
+    """(the name to quote, the value): the instance's key, or the role variable it falls back to."""
+    if key in instance:
+        return "%s.%s" % (where, key), instance[key]
+    return "llama_server_%s" % key, settings[key]
+
+
+def settings_errors(settings: Mapping[str, Any]) -> List[str]:
+    """The role-wide slot bounds, checked once."""
+    errors = ["llama_server_%s=%r must be a positive whole number." % (key, settings[key])
+              for key in ("slots_max", "slot_context_min", "slot_context_max")
+              if not _int_in(settings[key], 1, 10_000_000)]
+    if not errors and settings["slot_context_min"] > settings["slot_context_max"]:
+        errors.append("llama_server_slot_context_min=%d is more than llama_server_slot_context_max=%d: raise the "
+                      "maximum or lower the minimum." % (settings["slot_context_min"], settings["slot_context_max"]))
     return errors
 
 
@@ -249,6 +273,9 @@ def _argv(launch: Mapping[str, Any], ctx_size: int, parallel: int) -> List[str]:
         "--cache-type-k", launch["cache_type_k"],
         "--cache-type-v", launch["cache_type_v"],
         "--flash-attn", "on" if launch["flash_attention"] else "off",
+        # The role sizes the context and layers itself (memory plan); llama.cpp's own fitting
+        # (--fit, on by default at 0c1e57098) would only log that it cannot.
+        "--fit", "off",
     ]
     if launch["gpu_layers"] is not None:
         argv += ["--gpu-layers", str(launch["gpu_layers"])]
@@ -286,23 +313,30 @@ def _sizing(instance: Mapping[str, Any], settings: Mapping[str, Any]) -> Dict[st
 def _memory_plan(name: str, model: str, model_path: str, gpus: Sequence[int], settings: Mapping[str, Any],
                  launch: Mapping[str, Any], sizing: Mapping[str, Any]) -> Dict[str, Any]:
     """nvidia_stack_check's memory plan: gpus [] is every serving GPU, which
-    llama.cpp splits the layers over as it does over named ones."""
+    llama.cpp splits the layers over as it does over named ones; -sm none
+    keeps everything on the first (the main GPU, index 0 of what it sees),
+    and -ts gives each GPU its share."""
     spread = len(gpus) or len(settings.get("serving_gpus") or ()) or settings["gpu_count"]
+    if launch["split_mode"] == "none":
+        gpus, spread = list(gpus[:1]), 1
     spec = {
         "name": "llama_server_instances %s (%s)" % (name, model),
         "gguf_path": model_path,
         "kv_cache_type": max((launch["cache_type_k"], launch["cache_type_v"]), key=KV_CACHE_RANK.__getitem__),
         "gpus": list(gpus),
         "gpu_count": max(1, spread),
+        "tensor_split": launch["tensor_split"] if spread > 1 else None,
         "flash_attention": launch["flash_attention"],
         # llama.cpp runs micro-batches of at most the batch (src/llama-context.cpp: n_ubatch = min(n_batch, ...)).
         "ubatch": min(launch["ubatch_size"], launch["batch_size"]),
+        "swa_full": "--swa-full" in launch["extra_args"],
     }
     if "choose_slots" in sizing:
-        spec["choose_slots"] = sizing["choose_slots"]
+        spec.update(choose_slots=dict(sizing["choose_slots"], floor_variable="llama_server_slot_context_min"),
+                    kv_unified=launch["kv_unified"])
     elif launch["kv_unified"]:
         # One stream of -c cells that every slot shares (memory_plan.llama_server_kv_cells).
-        spec.update(context_per_slot=sizing["ctx_size"], slots=1)
+        spec.update(context_per_slot=sizing["ctx_size"], slots=1, sequences_per_stream=sizing["parallel"])
     else:
         spec.update(context_per_slot=-(-sizing["ctx_size"] // sizing["parallel"]), slots=sizing["parallel"])
     return spec
@@ -326,7 +360,9 @@ def plan_instances(instances: Sequence[Mapping[str, Any]], settings: Mapping[str
     models_files = models_files or {}
     if not isinstance(instances, (list, tuple)):
         return {"instances": [], "errors": ["llama_server_instances must be a list (got %r)." % (instances,)]}
-    errors: List[str] = []
+    errors: List[str] = settings_errors(settings)
+    if errors:
+        return {"instances": [], "errors": errors}
     plans: List[Dict[str, Any]] = []
     for index, instance in enumerate(instances):
         where = "llama_server_instances[%d]" % index
@@ -413,11 +449,13 @@ def instance_commands(planned: Mapping[str, Any], sized: Sequence[Mapping[str, A
     for plan in planned.get("instances", []):
         sizing, chosen = plan["sizing"], by_name.get(plan["memory_plan"]["name"], {})
         if "choose_slots" in sizing:
-            if not chosen.get("slots") or not chosen.get("context_per_slot"):
-                errors.append("llama_server_instances %s: its slots were not sized (%s)." % (
-                    plan["name"], chosen.get("skip_reason", "no memory plan came back")))
+            if not chosen.get("chosen_slots") or not chosen.get("chosen_context_per_slot"):
+                errors.append("llama_server_instances %s: its slots were not sized (%s): give the instance "
+                              "ctx_size and parallel as numbers, or run the role again with its model and GPU "
+                              "facts there." % (plan["name"], chosen.get("skip_reason", "no memory plan came back")))
                 continue
-            ctx_size, parallel = chosen["slots"] * chosen["context_per_slot"], chosen["slots"]
+            ctx_size = chosen["chosen_slots"] * chosen["chosen_context_per_slot"]
+            parallel = chosen["chosen_slots"]
         else:
             ctx_size, parallel = sizing["ctx_size"], sizing["parallel"]
         instances.append(dict(plan, ctx_size=ctx_size, parallel=parallel, slot_choice=chosen.get("choice", ""),

@@ -27,7 +27,9 @@ overhead term.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
+from fractions import Fraction
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ansible.module_utils.gguf_metadata import model_summary
@@ -50,13 +52,15 @@ KV_CACHE_TYPES: Dict[str, Tuple[int, int]] = {
 }
 SMALLER_KV_CACHE_TYPE = "q8_0"
 
-# Per GPU: the CUDA context (~300-400 MiB on a V100 with CUDA 12's lazy module
-# loading), cuBLAS workspace and llama.cpp's CUDA memory pool, none of which
-# llama.cpp reports as model, KV or compute buffer.
-DEFAULT_OVERHEAD_MIB = 600
-# Per GPU: memory the driver keeps (the gap between nvidia-smi's total and free
-# on an idle card) and allocator fragmentation.
-DEFAULT_SAFETY_MARGIN_MIB = 512
+# Per GPU: the CUDA context, cuBLAS workspace and llama.cpp's CUDA memory pool,
+# none of which llama.cpp reports as model, KV or compute buffer. Measured on
+# the lent H200 (CUDA 13, docs/BENCHMARKS.md "A packed plan on CUDA"): 614 MiB
+# beside llama-server's own buffers, whose compute buffer was 26 MiB above the
+# estimate; 700 covers both.
+DEFAULT_OVERHEAD_MIB = 700
+# Per GPU: memory the driver keeps from CUDA (616 MiB between nvidia-smi's
+# total and CUDA's on the same H200, driver 580) and allocator fragmentation.
+DEFAULT_SAFETY_MARGIN_MIB = 1024
 # When the model's shape is unknown: covers the logits of a 250k-token
 # vocabulary at the default micro-batch with flash attention on.
 DEFAULT_COMPUTE_BUFFER_MIB = 512
@@ -86,15 +90,18 @@ class ModelShape:
     dtype: Optional[str] = None
     quantization: Optional[str] = None
     source: str = ""
+    kv_layout: Optional["KvLayout"] = None
 
 
 def shape_from_gguf(gguf: Mapping[str, Any]) -> ModelShape:
     """From gguf_metadata.read_gguf_metadata()'s result."""
     summary = model_summary(dict(gguf))
+    layers = _required(summary, "block_count", "GGUF")
+    kv_heads = _required(summary, "head_count_kv", "GGUF")
     return ModelShape(
         architecture=summary["architecture"],
-        layers=_required(summary, "block_count", "GGUF"),
-        kv_heads=_required(summary, "head_count_kv", "GGUF"),
+        layers=layers,
+        kv_heads=kv_heads,
         head_dim=_required(summary, "head_dim", "GGUF"),
         attention_heads=summary["head_count"],
         embedding_length=summary["embedding_length"],
@@ -103,7 +110,56 @@ def shape_from_gguf(gguf: Mapping[str, Any]) -> ModelShape:
         context_length=summary["context_length"],
         quantization=summary["quantization"],
         source="gguf",
+        kv_layout=kv_layout(summary["architecture"], layers, kv_heads, summary["kv_heads_per_layer"],
+                            summary["sliding_window"], summary["sliding_window_pattern"]),
     )
+
+
+# Architectures whose sliding-window layers llama.cpp gives a short KV cache
+# (llama_kv_cache_iswa) when the GGUF names a window (<arch>.attention.
+# sliding_window > 0), with the layer pattern each takes when the GGUF has no
+# <arch>.attention.sliding_window_pattern: load_swa_pattern(ml, n) in
+# src/models/{gemma2,gemma3,cohere2,openai-moe,olmo2}.cpp at 0c1e57098. Other
+# architectures, and these without a window key, are counted as if every layer
+# kept the whole context: more than llama.cpp allocates, never less.
+SWA_DEFAULT_PATTERNS = {"gemma2": 2, "gemma3": 6, "cohere2": 4, "gpt-oss": 2, "olmo2": 4}
+
+
+@dataclass(frozen=True)
+class KvLayout:
+    """KV heads summed over the layers that keep the whole context, and over the
+    sliding-window layers, which keep sliding_window tokens (plus a micro-batch)."""
+
+    full_heads: int
+    swa_heads: int = 0
+    sliding_window: int = 0
+
+
+def swa_layer_flags(layers: int, pattern: int) -> List[bool]:
+    """llama_hparams::set_swa_pattern(n) (src/llama-hparams.cpp): layer il slides
+    when il % n < n - 1, so every n-th layer keeps the whole context; n = 0: all slide."""
+    return [pattern == 0 or il % pattern < pattern - 1 for il in range(layers)]
+
+
+def kv_layout(architecture: str, layers: int, kv_heads: int, kv_heads_per_layer: Optional[Sequence[int]],
+              sliding_window: Any, sliding_window_pattern: Any) -> KvLayout:
+    """Which layers keep a KV cache (a per-layer head_count_kv of 0 keeps none: the
+    recurrent layers of hybrid models) and which of those only a sliding window."""
+    heads = list(kv_heads_per_layer) if kv_heads_per_layer and len(kv_heads_per_layer) == layers \
+        else [kv_heads] * layers
+    window = sliding_window if architecture in SWA_DEFAULT_PATTERNS and isinstance(sliding_window, int) \
+        and not isinstance(sliding_window, bool) and sliding_window > 0 else 0
+    if not window:
+        return KvLayout(full_heads=sum(heads))
+    if isinstance(sliding_window_pattern, list) and len(sliding_window_pattern) == layers:
+        flags = [bool(flag) for flag in sliding_window_pattern]
+    elif isinstance(sliding_window_pattern, int) and not isinstance(sliding_window_pattern, bool) \
+            and sliding_window_pattern >= 0:
+        flags = swa_layer_flags(layers, sliding_window_pattern)
+    else:
+        flags = swa_layer_flags(layers, SWA_DEFAULT_PATTERNS[architecture])
+    return KvLayout(full_heads=sum(head for head, slides in zip(heads, flags) if not slides),
+                    swa_heads=sum(head for head, slides in zip(heads, flags) if slides), sliding_window=window)
 
 
 def shape_from_hf_config(config: Mapping[str, Any]) -> ModelShape:
@@ -177,16 +233,19 @@ def kv_cache_bytes(layers: int, kv_heads: int, head_dim: int, context_per_slot: 
     return -(-elements * block_bytes // block_elements)
 
 
-def estimate_compute_buffer_mib(shape: ModelShape, context_per_slot: int, slots: int,
-                                ubatch: int = DEFAULT_UBATCH, flash_attention: bool = True) -> int:
+def estimate_compute_buffer_mib(shape: ModelShape, stream_cells: int, ubatch: int = DEFAULT_UBATCH,
+                                flash_attention: bool = True) -> int:
     """llama.cpp's compute buffer: the larger of the output step and one layer's step.
 
     Both are float32 tensors for one micro-batch of `ubatch` tokens:
       output: logits (vocab) plus the final hidden state (embedding);
       layer:  FFN activations (3 x feed_forward_length) plus the hidden state,
               and without flash attention the KQ scores (attention_heads x KV
-              cells) and the mask over all cells (context_per_slot x slots: the
-              worst case, a unified cache), counted as float32.
+              cells) and the mask over the cells of one KV stream (a slot's,
+              or a unified cache's whole pool: llama-server at 0c1e57098
+              reserved 166.38 MiB at -fa off for SmolLM2 with -c 8192 -np 1,
+              -c 32768 -np 4 and -c 131072 -np 16, and 646.38 MiB with
+              -c 32768 -np 4 --kv-unified), counted as float32.
     Shapes missing vocab/embedding/FFN sizes get DEFAULT_COMPUTE_BUFFER_MIB.
     """
     if not (shape.vocab_size and shape.embedding_length and shape.feed_forward_length):
@@ -194,7 +253,7 @@ def estimate_compute_buffer_mib(shape: ModelShape, context_per_slot: int, slots:
     output = ubatch * (shape.vocab_size + shape.embedding_length) * 4
     layer = ubatch * (3 * shape.feed_forward_length + shape.embedding_length) * 4
     if not flash_attention:
-        cells = context_per_slot * slots
+        cells = _pad_cells(stream_cells)
         layer += cells * ubatch * ((shape.attention_heads or shape.kv_heads) + 1) * 4
     return _ceil_mib(max(output, layer))
 
@@ -213,6 +272,12 @@ class MemoryPlan:
     kv_cache_type: str
     gpu_count: int
     gpu_memory_mib: int
+    layout: KvLayout
+    ubatch: int
+    sequences_per_stream: int
+    swa_full: bool
+    swa_cells: int
+    tensor_split: Optional[Tuple[float, ...]]
     layers_per_gpu: int
     weights_mib: int
     kv_cache_mib: int
@@ -224,10 +289,11 @@ class MemoryPlan:
     fits: bool
 
     def arithmetic(self) -> str:
-        return ("weights %d + KV cache %d (%s, %d slot%s x %d tokens) + compute buffer %d + overhead %d "
+        window = "; sliding-window layers %d tokens" % self.swa_cells if self.layout.swa_heads else ""
+        return ("weights %d + KV cache %d (%s, %d slot%s x %d tokens%s) + compute buffer %d + overhead %d "
                 "+ safety margin %d = %d MiB of %d MiB per GPU" % (
                     self.weights_mib, self.kv_cache_mib, self.kv_cache_type, self.slots,
-                    "" if self.slots == 1 else "s", self.context_per_slot, self.compute_buffer_mib,
+                    "" if self.slots == 1 else "s", self.context_per_slot, window, self.compute_buffer_mib,
                     self.overhead_mib, self.safety_margin_mib, self.required_mib, self.gpu_memory_mib))
 
     def message(self) -> str:
@@ -263,6 +329,7 @@ class MemoryPlan:
 
     def as_dict(self) -> Dict[str, Any]:
         result = asdict(self)
+        result.update(result.pop("layout"))
         result["message"] = self.message()
         result["remedies"] = self.remedies()
         return result
@@ -272,38 +339,71 @@ def plan_memory(name: str, *, layers: int, kv_heads: int, head_dim: int, weights
                 context_per_slot: int, slots: int, gpu_memory_mib: int, kv_cache_type: str = "f16",
                 gpu_count: int = 1, compute_buffer_mib: int = DEFAULT_COMPUTE_BUFFER_MIB,
                 overhead_mib: int = DEFAULT_OVERHEAD_MIB,
-                safety_margin_mib: int = DEFAULT_SAFETY_MARGIN_MIB) -> MemoryPlan:
+                safety_margin_mib: int = DEFAULT_SAFETY_MARGIN_MIB, layout: Optional[KvLayout] = None,
+                ubatch: int = DEFAULT_UBATCH, sequences_per_stream: int = 1, swa_full: bool = False,
+                tensor_split: Optional[Sequence[float]] = None) -> MemoryPlan:
     """Size one llama.cpp instance (see the module docstring for the formula).
 
     context_per_slot is rounded up to a multiple of 256, as llama.cpp allocates it.
+    layout (default: every layer keeps kv_heads for the whole context) says
+    which layers keep a KV cache and which only a sliding window: those keep
+    min(cells, window x sequences_per_stream + ubatch) cells per stream,
+    padded to 256 (src/llama-kv-cache-iswa.cpp at 0c1e57098; --swa-full
+    gives them the whole context). sequences_per_stream is 1, or the slots
+    of a unified cache (one stream). tensor_split (llama.cpp's -ts, one share
+    per GPU) puts that share of the layers on each GPU; without it they are
+    spread evenly.
 
     Raises ValueError for a non-positive dimension, count or memory size and for
     an unknown kv_cache_type.
     """
     for label, value in (("layers", layers), ("kv_heads", kv_heads), ("head_dim", head_dim),
                          ("context_per_slot", context_per_slot), ("slots", slots),
-                         ("gpu_count", gpu_count), ("gpu_memory_mib", gpu_memory_mib)):
+                         ("gpu_count", gpu_count), ("gpu_memory_mib", gpu_memory_mib), ("ubatch", ubatch),
+                         ("sequences_per_stream", sequences_per_stream)):
         if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
             raise ValueError("%s must be a positive whole number (got %r)" % (label, value))
     for label, value in (("weights_bytes", weights_bytes), ("compute_buffer_mib", compute_buffer_mib),
                          ("overhead_mib", overhead_mib), ("safety_margin_mib", safety_margin_mib)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise ValueError("%s must be zero or a positive whole number (got %r)" % (label, value))
-    layers_per_gpu = -(-layers // gpu_count)
+    layout = layout or KvLayout(full_heads=layers * kv_heads)
+    layers_per_gpu = busiest_gpu_layers(layers, gpu_count, tensor_split)
     share = layers_per_gpu / layers
     weights_mib = _ceil_mib(weights_bytes * share)
     cells_per_slot = _pad_cells(context_per_slot)
-    kv_cache_mib = _ceil_mib(kv_cache_bytes(layers_per_gpu, kv_heads, head_dim, cells_per_slot, slots,
-                                            kv_cache_type))
+    swa_cells = cells_per_slot if swa_full else min(
+        cells_per_slot, _pad_cells(layout.sliding_window * sequences_per_stream + ubatch))
+    # The busiest GPU's share of the heads: ceil(layers / gpu_count) of the layers.
+    full_heads = -(-layout.full_heads * layers_per_gpu // layers)
+    swa_heads = -(-layout.swa_heads * layers_per_gpu // layers)
+    kv_cache_mib = _ceil_mib(
+        kv_cache_bytes(1, full_heads, head_dim, cells_per_slot, slots, kv_cache_type)
+        + (kv_cache_bytes(1, swa_heads, head_dim, swa_cells, slots, kv_cache_type) if swa_heads else 0))
     required = weights_mib + kv_cache_mib + compute_buffer_mib + overhead_mib + safety_margin_mib
     return MemoryPlan(
         name=name, layers=layers, kv_heads=kv_heads, head_dim=head_dim, weights_bytes=weights_bytes,
         context_per_slot=context_per_slot, slots=slots, kv_cache_type=kv_cache_type, gpu_count=gpu_count,
-        gpu_memory_mib=gpu_memory_mib, layers_per_gpu=layers_per_gpu, weights_mib=weights_mib,
-        kv_cache_mib=kv_cache_mib, compute_buffer_mib=compute_buffer_mib, overhead_mib=overhead_mib,
-        safety_margin_mib=safety_margin_mib, required_mib=required,
+        gpu_memory_mib=gpu_memory_mib, layout=layout, ubatch=ubatch, sequences_per_stream=sequences_per_stream,
+        swa_full=swa_full, swa_cells=swa_cells if layout.swa_heads else 0,
+        tensor_split=tuple(tensor_split) if tensor_split else None, layers_per_gpu=layers_per_gpu,
+        weights_mib=weights_mib, kv_cache_mib=kv_cache_mib, compute_buffer_mib=compute_buffer_mib,
+        overhead_mib=overhead_mib, safety_margin_mib=safety_margin_mib, required_mib=required,
         headroom_mib=gpu_memory_mib - required, fits=required <= gpu_memory_mib,
     )
+
+
+def busiest_gpu_layers(layers: int, gpu_count: int, tensor_split: Optional[Sequence[float]] = None) -> int:
+    """Layers on the GPU that holds most: ceil(layers x its share), the share
+    even or tensor_split's largest (src/llama-model.cpp assigns layers by the
+    split's cumulative shares)."""
+    if tensor_split:
+        if len(tensor_split) != gpu_count or any(share < 0 for share in tensor_split) or not sum(tensor_split):
+            raise ValueError("tensor_split must give one non-negative share per GPU, not all 0 (got %r)" % (
+                list(tensor_split),))
+        shares = [Fraction(str(share)) for share in tensor_split]
+        return min(layers, math.ceil(layers * max(shares) / sum(shares)))
+    return -(-layers // gpu_count)
 
 
 def _replan(plan: MemoryPlan, **changes: Any) -> MemoryPlan:
@@ -311,16 +411,23 @@ def _replan(plan: MemoryPlan, **changes: Any) -> MemoryPlan:
         layers=plan.layers, kv_heads=plan.kv_heads, head_dim=plan.head_dim, weights_bytes=plan.weights_bytes,
         context_per_slot=plan.context_per_slot, slots=plan.slots, gpu_memory_mib=plan.gpu_memory_mib,
         kv_cache_type=plan.kv_cache_type, gpu_count=plan.gpu_count, compute_buffer_mib=plan.compute_buffer_mib,
-        overhead_mib=plan.overhead_mib, safety_margin_mib=plan.safety_margin_mib)
+        overhead_mib=plan.overhead_mib, safety_margin_mib=plan.safety_margin_mib, layout=plan.layout,
+        ubatch=plan.ubatch, sequences_per_stream=plan.sequences_per_stream, swa_full=plan.swa_full,
+        tensor_split=plan.tensor_split)
     inputs.update(changes)
     return plan_memory(plan.name, **inputs)
+
+
+def _bytes_per_cell(plan: MemoryPlan) -> int:
+    """KV bytes one more token of context costs on the busiest GPU (at least one layer's)."""
+    heads = -(-plan.layout.full_heads * plan.layers_per_gpu // plan.layers)
+    return kv_cache_bytes(1, heads or plan.kv_heads, plan.head_dim, 1, 1, plan.kv_cache_type)
 
 
 def _kv_cells_that_fit(plan: MemoryPlan) -> int:
     """KV cells (tokens over all slots) the busiest GPU has room for beside everything else."""
     budget_mib = plan.gpu_memory_mib - (plan.required_mib - plan.kv_cache_mib)
-    per_cell = kv_cache_bytes(plan.layers_per_gpu, plan.kv_heads, plan.head_dim, 1, 1, plan.kv_cache_type)
-    return max(0, budget_mib * MIB // per_cell)
+    return max(0, budget_mib * MIB // _bytes_per_cell(plan))
 
 
 def _lower_context(plan: MemoryPlan) -> Optional[str]:
@@ -359,6 +466,8 @@ def _smaller_weights(plan: MemoryPlan) -> Optional[str]:
 
 
 def _more_gpus(plan: MemoryPlan) -> Optional[str]:
+    if plan.tensor_split:
+        return None  # the split names each GPU's share: more GPUs means a new split, not one number
     for gpu_count in range(plan.gpu_count + 1, min(MAX_GPUS_TO_SUGGEST, plan.layers) + 1):
         spread = _replan(plan, gpu_count=gpu_count)
         if spread.fits:
@@ -370,9 +479,11 @@ def _more_gpus(plan: MemoryPlan) -> Optional[str]:
 DEFAULT_SLOTS_MAX = 16
 DEFAULT_SLOT_CONTEXT_MIN = 8192
 DEFAULT_SLOT_CONTEXT_MAX = 32768
-# What llama-server itself picks for -np auto (tools/server/server.cpp at
-# 0c1e57098: "n_parallel is set to auto, using n_parallel = 4"): the plan's
-# choice where there is no GPU memory to size against.
+# The slot count llama-server itself picks for -np auto (tools/server/server.cpp
+# at 0c1e57098: "n_parallel is set to auto, using n_parallel = 4 and
+# kv_unified = true"): the plan's count where there is no GPU memory to size
+# against, each slot with its own pool of the floor (not llama-server's one
+# shared pool of the trained context).
 UNSIZED_SLOTS = 4
 
 
@@ -386,14 +497,16 @@ class SlotChoice:
 
 
 def slot_context_bounds(context_min: int, context_max: int, n_ctx_train: Optional[int]) -> Tuple[int, int]:
-    """(floor, ceiling) of tokens per slot, neither beyond the model's trained context
+    """(floor, ceiling) of tokens per slot: the floor rounded up to the 256
+    cells llama.cpp pads a slot to, neither beyond the model's trained context
     (llama-server caps a slot at n_ctx_train: tools/server/server-context.cpp)."""
     if not (_positive(context_min) and _positive(context_max)) or context_max < context_min:
         raise ValueError("slot contexts must be positive with context_min <= context_max (got %r, %r)" % (
             context_min, context_max))
+    floor, ceiling = _pad_cells(context_min), max(_pad_cells(context_min), context_max)
     if n_ctx_train:
-        return min(context_min, n_ctx_train), min(context_max, n_ctx_train)
-    return context_min, context_max
+        return min(floor, n_ctx_train), min(ceiling, n_ctx_train)
+    return floor, ceiling
 
 
 def unsized_slots(slots_min: int, slots_max: int, context_min: int, context_max: int,
@@ -401,8 +514,9 @@ def unsized_slots(slots_min: int, slots_max: int, context_min: int, context_max:
     """Without GPU memory to size against: llama-server's own slot count, each at the floor."""
     floor, _ = slot_context_bounds(context_min, context_max, n_ctx_train)
     slots = max(slots_min, min(UNSIZED_SLOTS, slots_max))
-    return SlotChoice(slots, floor, "%d slots x %d tokens, not sized (%s): llama-server's own slot count "
-                                    "(at most %d), each at the floor" % (slots, floor, why, slots_max))
+    return SlotChoice(slots, floor, "%d slots x %d tokens, not sized (%s): the slot count llama-server picks "
+                                    "itself (at most %d), each slot with its own %d tokens" % (
+                                        slots, floor, why, slots_max, floor))
 
 
 def choose_slots(plan_for: Callable[[int, int], MemoryPlan], *, slots_min: int, slots_max: int,
@@ -414,9 +528,10 @@ def choose_slots(plan_for: Callable[[int, int], MemoryPlan], *, slots_min: int, 
     plan_for(slots, context_per_slot) sizes one setting. Returns the chosen plan
     and the choice, or (the smallest setting's plan, None) when not even
     slots_min slots of context_min tokens fit: that plan's refusal says why.
-    Throughput on a shared server comes from slots (docs/BENCHMARKS.md: 16
-    streams on 16 slots give 4x what one slot gives), so slots come first; a
-    floor keeps real prompts (an IDE's few thousand tokens) inside one slot.
+    Throughput on a shared server comes from slots (docs/BENCHMARKS.md,
+    "Slots": 16 streams on 16 slots gave 5.4-6.2x what one slot gave), so
+    slots come first; a floor keeps real prompts (an IDE's few thousand
+    tokens) inside one slot.
     """
     if not (_positive(slots_min) and _positive(slots_max)) or slots_max < slots_min:
         raise ValueError("slots must be positive with slots_min <= slots_max (got %r, %r)" % (slots_min, slots_max))
@@ -427,8 +542,7 @@ def choose_slots(plan_for: Callable[[int, int], MemoryPlan], *, slots_min: int, 
     slots = next(count for count in range(slots_max, slots_min - 1, -1) if plan_for(count, floor).fits)
     context = floor
     plan = plan_for(slots, floor)
-    per_cell = kv_cache_bytes(plan.layers_per_gpu, plan.kv_heads, plan.head_dim, 1, 1, plan.kv_cache_type)
-    spare_cells = plan.headroom_mib * MIB // per_cell // slots
+    spare_cells = plan.headroom_mib * MIB // _bytes_per_cell(plan) // slots
     for candidate in range(min(ceiling, floor + spare_cells) // CONTEXT_STEP * CONTEXT_STEP, floor, -CONTEXT_STEP):
         grown = plan_for(slots, candidate)
         if grown.fits:

@@ -29,6 +29,12 @@ options:
     type: list
     elements: dict
     default: []
+  check_stack:
+    description:
+      - Check the driver, toolkit, llama.cpp and vLLM rules and the host's readiness. False sizes the memory plans
+        only (llama_server, whose stack preflight checked).
+    type: bool
+    default: true
   require_gpu:
     description: The public variable C(preflight_require_gpu). When true, a host without an NVIDIA GPU is refused.
     type: bool
@@ -162,7 +168,8 @@ options:
             the memory left holds, up to C(context_max) and never beyond the model's trained context.
           - Without a GPU memory size or a model file to size against, llama-server's own count (4, at most
             C(slots_max)) at C(context_min) tokens is returned, with C(skipped=true).
-          - The chosen C(slots) and C(context_per_slot) come back in the plan's result, with C(choice) (why).
+          - The chosen slots and tokens per slot come back in the plan's result as C(chosen_slots) and
+            C(chosen_context_per_slot), with C(choice) (why).
         type: dict
         suboptions:
           slots_min:
@@ -181,6 +188,10 @@ options:
             description: Tokens per slot at most.
             type: int
             default: 32768
+          floor_variable:
+            description: The name the caller gives C(context_min), for the fix of a plan where not one slot fits.
+            type: str
+            default: context_min
       kv_cache_type:
         description: KV cache element type (llama.cpp C(-ctk)/C(-ctv)).
         type: str
@@ -214,17 +225,39 @@ options:
         type: bool
         default: true
       ubatch:
-        description: llama.cpp's micro-batch (C(-ub)), for the compute-buffer estimate.
+        description: llama.cpp's micro-batch (C(-ub)), for the compute buffer and the sliding-window KV cache.
         type: int
         default: 512
+      kv_unified:
+        description:
+          - Whether the slots share one KV pool (C(--kv-unified)). With O(memory_plans[].choose_slots) the chosen
+            slots are sized as one stream of all their tokens; a fixed plan gives the pool as
+            O(memory_plans[].context_per_slot) with O(memory_plans[].slots)=1 and
+            O(memory_plans[].sequences_per_stream) instead.
+        type: bool
+        default: false
+      tensor_split:
+        description: llama.cpp's C(--tensor-split), one share per GPU; the busiest GPU holds the largest share.
+        type: list
+        elements: float
+      sequences_per_stream:
+        description:
+          - Sequences sharing one KV stream; 1, or the slots of a unified cache (C(--kv-unified)), which then
+            has one stream (O(memory_plans[].slots)=1). Sizes the sliding-window layers' cache.
+        type: int
+        default: 1
+      swa_full:
+        description: Whether llama.cpp runs with C(--swa-full) (sliding-window layers keep the whole context).
+        type: bool
+        default: false
       overhead_mib:
         description: Per-GPU CUDA context, cuBLAS workspace and memory pool.
         type: int
-        default: 600
+        default: 700
       safety_margin_mib:
         description: Per-GPU memory kept free (driver reservation, fragmentation).
         type: int
-        default: 512
+        default: 1024
 attributes:
   check_mode:
     support: full
@@ -322,8 +355,8 @@ memory_plans:
       C(kv_cache_mib), C(compute_buffer_mib), C(overhead_mib), C(safety_margin_mib), C(required_mib),
       C(headroom_mib)), C(fits), C(message) (the arithmetic), C(remedies) and its inputs.
     - A skipped plan has C(name), C(skipped=true) and C(skip_reason).
-    - A plan with O(memory_plans[].choose_slots) also has C(slots), C(context_per_slot) and C(choice) (the
-      reason), skipped or not.
+    - A plan with O(memory_plans[].choose_slots) also has C(chosen_slots), C(chosen_context_per_slot) and
+      C(choice) (the reason), skipped or not.
   returned: always
   type: list
   elements: dict
@@ -355,26 +388,19 @@ msg:
 import datetime
 import os
 import platform
-from collections import Counter
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.gguf_metadata import GGUFError, read_gguf_metadata
 from ansible.module_utils.host_readiness import readiness_warnings
 from ansible.module_utils.memory_plan import (
-    DEFAULT_COMPUTE_BUFFER_MIB,
+    DEFAULT_OVERHEAD_MIB,
+    DEFAULT_SAFETY_MARGIN_MIB,
     DEFAULT_SLOT_CONTEXT_MAX,
     DEFAULT_SLOT_CONTEXT_MIN,
     DEFAULT_SLOTS_MAX,
-    MIB,
-    GpuUse,
-    choose_slots,
-    estimate_compute_buffer_mib,
-    overcommitted,
-    plan_memory,
     shape_from_gguf,
-    shared_budget_mib,
-    unsized_slots,
 )
+from ansible.module_utils.memory_sizing import size_plans
 from ansible.module_utils.stack_rules import (
     Refusal,
     StackRequest,
@@ -408,6 +434,7 @@ MEMORY_PLAN_SPEC = dict(
         slots_max=dict(type="int", default=DEFAULT_SLOTS_MAX),
         context_min=dict(type="int", default=DEFAULT_SLOT_CONTEXT_MIN),
         context_max=dict(type="int", default=DEFAULT_SLOT_CONTEXT_MAX),
+        floor_variable=dict(type="str", default="context_min"),
     )),
     kv_cache_type=dict(type="str", default="f16",
                        choices=["f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl"]),
@@ -417,12 +444,17 @@ MEMORY_PLAN_SPEC = dict(
     compute_buffer_mib=dict(type="int"),
     flash_attention=dict(type="bool", default=True),
     ubatch=dict(type="int", default=512),
-    overhead_mib=dict(type="int", default=600),
-    safety_margin_mib=dict(type="int", default=512),
+    sequences_per_stream=dict(type="int", default=1),
+    kv_unified=dict(type="bool", default=False),
+    swa_full=dict(type="bool", default=False),
+    tensor_split=dict(type="list", elements="float"),
+    overhead_mib=dict(type="int", default=DEFAULT_OVERHEAD_MIB),
+    safety_margin_mib=dict(type="int", default=DEFAULT_SAFETY_MARGIN_MIB),
 )
 
 ARGUMENT_SPEC = dict(
     gpus=dict(type="list", elements="dict", default=[]),
+    check_stack=dict(type="bool", default=True),
     require_gpu=dict(type="bool", default=True),
     distribution=dict(type="str", required=True),
     distribution_version=dict(type="str", required=True),
@@ -453,126 +485,22 @@ ARGUMENT_SPEC = dict(
 )
 
 
-def smallest_gpu_memory_mib(gpus):
-    sizes = [gpu.get("memory_total_mib") for gpu in gpus if gpu.get("memory_total_mib")]
-    return min(sizes) if sizes else None
-
-
-def size_plans(specs, gpus):
-    """Every memory plan -> (results in order, refusals, warnings).
-
-    Plans with fixed sizes first, on their own GPUs' memory; then the plans
-    choosing their slots, each with its share of what those leave; then every
-    GPU that several plans share is checked for their sum.
-    """
-    memory = {gpu["index"]: gpu["memory_total_mib"] for gpu in gpus
-              if gpu.get("index") is not None and gpu.get("memory_total_mib")}
-
-    def gpus_of(spec):
-        """The GPU indexes a plan runs on; () where that is unknown or the plan brings its own memory size."""
-        indexes = tuple(spec["gpus"]) or tuple(sorted(memory))
-        return indexes if memory and not spec["gpu_memory_mib"] and all(i in memory for i in indexes) else ()
-
-    choosing = Counter(gpu for spec in specs if spec["choose_slots"] is not None for gpu in gpus_of(spec))
-    results, refusals, warnings, fixed, uses = [None] * len(specs), [], [], [], []
-    for index in sorted(range(len(specs)), key=lambda index: specs[index]["choose_slots"] is not None):
-        spec, on = specs[index], gpus_of(specs[index])
-        if not on:
-            budget, shared = None, ""
-        elif spec["choose_slots"] is None:
-            budget, shared = min(memory[gpu] for gpu in on), ""
-        else:
-            budget = shared_budget_mib(on, fixed, choosing, memory, spec["safety_margin_mib"])
-            beside = len(set(use.name for use in fixed if set(use.gpus) & set(on))) + max(
-                choosing[gpu] for gpu in on) - 1
-            shared = "within %d MiB, its share of GPU %s beside %d other plan%s" % (
-                budget, ",".join(map(str, on)), beside, "" if beside == 1 else "s") if beside else ""
-        result, refusal, warning = size_plan(spec, gpus, budget, shared)
-        results[index] = result
-        refusals += [refusal] if refusal else []
-        warnings += [warning] if warning else []
-        if on and "required_mib" in result:
-            use = GpuUse(spec["name"], on, result["required_mib"] - result["safety_margin_mib"])
-            uses.append(use)
-            fixed += [use] if spec["choose_slots"] is None else []
-    margin = max([spec["safety_margin_mib"] for spec in specs] or [0])
-    return results, refusals + overcommitted(uses, memory, margin), warnings
-
-
-def size_plan(spec, gpus, budget_mib=None, shared=""):
-    """One memory plan -> (result dict, refusal or None, warning or None).
-
-    budget_mib: the GPU memory it may plan with (its GPUs', or its share);
-    shared: why it is a share, added to a slot choice's reason.
-    """
-    name, choice = spec["name"], spec["choose_slots"]
-    if choice is None and spec["context_per_slot"] is None:
-        return plan_error(name, "has neither context_per_slot nor choose_slots", "Give one of them")
-    gpu_memory_mib = spec["gpu_memory_mib"] or budget_mib or smallest_gpu_memory_mib(gpus)
-    shape = None
-    if spec["gguf_path"]:
+def read_shapes(specs):
+    """Each plan with its model's shape and weights read from gguf_path (or why not)."""
+    plans = []
+    for spec in specs:
+        plan = dict(spec, shape=None, weights_bytes=None, missing=False, unreadable="")
         path = spec["gguf_path"]
-        if not os.path.exists(path):
-            return skipped(spec, None, "%s does not exist yet (the models stage fetches it); sized on the next run"
-                           % path)
-        try:
-            shape = shape_from_gguf(read_gguf_metadata(path, max_array_items=0))
-        except (GGUFError, ValueError, OSError) as error:
-            return plan_error(name, "cannot read gguf_path %s: %s" % (path, error),
-                              "Check that the file is a complete GGUF model, or give layers, kv_heads, head_dim "
-                              "and weights_mib instead")
-        layers, kv_heads, head_dim = shape.layers, shape.kv_heads, shape.head_dim
-        weights_bytes = os.path.getsize(path)
-    else:
-        layers, kv_heads, head_dim = spec["layers"], spec["kv_heads"], spec["head_dim"]
-        weights_bytes = spec["weights_mib"] * MIB
-    if not gpu_memory_mib:
-        return skipped(spec, shape, "no GPU memory size is known: no serving GPU, and no gpu_memory_mib")
-
-    def plan_for(slots, context_per_slot):
-        compute_buffer_mib = spec["compute_buffer_mib"]
-        if compute_buffer_mib is None:
-            compute_buffer_mib = estimate_compute_buffer_mib(
-                shape, context_per_slot, slots, spec["ubatch"], spec["flash_attention"]) if shape \
-                else DEFAULT_COMPUTE_BUFFER_MIB
-        return plan_memory(
-            name, layers=layers, kv_heads=kv_heads, head_dim=head_dim, weights_bytes=weights_bytes,
-            context_per_slot=context_per_slot, slots=slots, gpu_memory_mib=gpu_memory_mib,
-            kv_cache_type=spec["kv_cache_type"], gpu_count=spec["gpu_count"], compute_buffer_mib=compute_buffer_mib,
-            overhead_mib=spec["overhead_mib"], safety_margin_mib=spec["safety_margin_mib"])
-
-    try:
-        if choice is None:
-            plan = plan_for(spec["slots"], spec["context_per_slot"])
-            return plan.as_dict(), plan.refusal(), None
-        plan, chosen = choose_slots(plan_for, n_ctx_train=shape.context_length if shape else None, **choice)
-    except ValueError as error:
-        return plan_error(name, "cannot be sized: %s" % error, "Correct the plan's numbers")
-    result = plan.as_dict()
-    if chosen:
-        reason = "%s, %s" % (chosen.reason, shared) if shared else chosen.reason
-        result.update(choice=reason, message="%s; %s" % (reason, result["message"]))
-    return result, plan.refusal(), None
-
-
-def skipped(spec, shape, reason):
-    """A plan not sized; a slot choice then takes llama-server's own count."""
-    name, result = spec["name"], {"name": spec["name"], "skipped": True, "skip_reason": reason}
-    warning = "Memory plan %s skipped: %s." % (name, reason)
-    if spec["choose_slots"] is not None:
-        try:
-            chosen = unsized_slots(why=reason, n_ctx_train=shape.context_length if shape else None,
-                                   **spec["choose_slots"])
-        except ValueError as error:
-            return plan_error(name, "cannot be sized: %s" % error, "Correct the plan's numbers")
-        result.update(slots=chosen.slots, context_per_slot=chosen.context_per_slot, choice=chosen.reason)
-        warning = "Memory plan %s: %s." % (name, chosen.reason)
-    return result, None, warning
-
-
-def plan_error(name, reason, fix):
-    refusal = Refusal("memory_plans", name, reason, fix, "nvidia_stack_check module (memory_plans)")
-    return {"name": name, "skipped": True, "skip_reason": reason}, refusal, None
+        if path and not os.path.exists(path):
+            plan["missing"] = True
+        elif path:
+            try:
+                plan["shape"] = shape_from_gguf(read_gguf_metadata(path, max_array_items=0))
+                plan["weights_bytes"] = os.path.getsize(path)
+            except (GGUFError, ValueError, OSError) as error:
+                plan["unreadable"] = str(error)
+        plans.append(plan)
+    return plans
 
 
 def main():
@@ -584,10 +512,12 @@ def main():
     serving = serving_gpus(gpus)
     request = StackRequest(**{option: params[option] for option in REQUEST_OPTIONS})
 
-    refusals = check_stack(request, gpus)
-    warnings = stack_warnings(request, gpus, datetime.date.today().isoformat())
-    warnings += readiness_warnings(serving, params["host"] or {}, params["disk_required_mib"])
-    plans, plan_refusals, plan_warnings = size_plans(params["memory_plans"], serving)
+    refusals, warnings = [], []
+    if params["check_stack"]:
+        refusals = check_stack(request, gpus)
+        warnings = stack_warnings(request, gpus, datetime.date.today().isoformat())
+        warnings += readiness_warnings(serving, params["host"] or {}, params["disk_required_mib"])
+    plans, plan_refusals, plan_warnings = size_plans(read_shapes(params["memory_plans"]), gpus, serving)
     refusals += plan_refusals
     warnings += plan_warnings
     for warning in warnings:

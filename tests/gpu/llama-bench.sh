@@ -5,9 +5,10 @@
 # llama-quantize, and run llama-bench with the flags the servers use
 # (all layers on GPU, flash attention on). The models and llama_server roles
 # run in tests/gpu/llama-server.sh.
-# Usage: tests/gpu/llama-bench.sh SOURCE_TARBALL OUTDIR
+# Usage: tests/gpu/llama-bench.sh SOURCE_TARBALL OUTDIR [--no-bench]
+# (--no-bench: build and write the models only, for the scripts that follow.)
 set -uo pipefail
-tarball=$(realpath "${1:?llama.cpp source archive}"); out=${2:?output folder}
+tarball=$(realpath "${1:?llama.cpp source archive}"); out=${2:?output folder}; bench=${3:-}
 python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH ANSIBLE_CONFIG=$PWD/ansible.cfg ANSIBLE_FORCE_COLOR=0
 # Collections the playbooks name (community.general), carried as .devcarry/ansible_collections.
@@ -27,6 +28,7 @@ python3 tests/gpu/make_bench_model.py $src /tmp/bench-f16.gguf && echo "model wr
 start=$(date +%s)
 "$bin/llama-quantize" /tmp/bench-f16.gguf /tmp/bench-q4_k_m.gguf Q4_K_M "$(nproc)" > "$out/quantize.log" 2>&1
 echo "quantize rc=$? in $(( $(date +%s) - start ))s"; ls -la /tmp/bench-*.gguf
+[ "$bench" = --no-bench ] && exit 0
 "$bin/llama-bench" -m /tmp/bench-q4_k_m.gguf -m /tmp/bench-f16.gguf -ngl 99 -fa 1 -p 512 -n 128 -r 3 -o json \
   > "$out/llama-bench.json" 2> "$out/llama-bench.err"
 echo "bench rc=$?"

@@ -17,6 +17,18 @@ import numpy as np
 LAYERS, EMBD, FFN, HEADS, KV_HEADS = 32, 4096, 14336, 32, 8
 
 
+def copy_vocabulary(gguf, vocab, writer) -> int:
+    """The tokenizer.* keys of a vocabulary GGUF into a writer; -> the vocabulary size."""
+    for field in vocab.fields.values():
+        if field.name.startswith("tokenizer."):
+            vtype = field.types[0]
+            if vtype == gguf.GGUFValueType.ARRAY:
+                writer.add_key_value(field.name, field.contents(), vtype, sub_type=field.types[-1])
+            else:
+                writer.add_key_value(field.name, field.contents(), vtype)
+    return len(vocab.fields["tokenizer.ggml.tokens"].data)
+
+
 def main(src: Path, out: Path) -> None:
     sys.path.insert(0, str(src / "gguf-py"))
     import gguf  # the gguf-py of the same llama.cpp tree
@@ -34,15 +46,7 @@ def main(src: Path, out: Path) -> None:
     writer.add_layer_norm_rms_eps(1e-5)
     writer.add_rope_freq_base(500000.0)
     writer.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
-    for field in vocab.fields.values():
-        if field.name.startswith("tokenizer."):
-            value = field.contents()
-            vtype = field.types[0]
-            if vtype == gguf.GGUFValueType.ARRAY:
-                writer.add_key_value(field.name, value, vtype, sub_type=field.types[-1])
-            else:
-                writer.add_key_value(field.name, value, vtype)
-    n_vocab = len(vocab.fields["tokenizer.ggml.tokens"].data)
+    n_vocab = copy_vocabulary(gguf, vocab, writer)
 
     # One random block, reused: random generation of 8e9 values would dominate.
     noise = (np.random.default_rng(0).standard_normal(1 << 26, dtype=np.float32) * 0.02).astype(np.float16)

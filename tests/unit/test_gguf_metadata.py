@@ -143,6 +143,9 @@ def test_real_smollm2_summary():
         "file_type": 3,
         "quantization": "Q4_1",
         "parameter_count": 134515008,
+        "kv_heads_per_layer": None,
+        "sliding_window": None,
+        "sliding_window_pattern": None,
     }
 
 
@@ -207,6 +210,22 @@ def test_long_arrays_are_skipped_past_every_element_type():
     assert gguf["array_lengths"]["strs"] == 100
     assert gguf["array_lengths"]["nested"] == 5
     assert gguf["metadata"]["after"] == "still read"
+
+
+def test_per_layer_lists_and_sliding_window_keys_are_kept_whole():
+    # A hybrid model's KV heads per layer (0: no attention there) and a sliding-window pattern.
+    kvs = llama_kvs(**{
+        "llama.attention.head_count_kv": (("array", "u32"), [0, 8, 0, 8] * 16),
+        "llama.attention.sliding_window": ("u32", 1024),
+        "llama.attention.sliding_window_pattern": (("array", "bool"), [True, True, False] * 20),
+        "tokenizer.ggml.scores": (("array", "f32"), [0.5] * 100),
+    })
+    gguf = read_gguf_metadata(io.BytesIO(build_gguf(kvs)), max_array_items=0)
+    assert gguf["metadata"]["tokenizer.ggml.scores"] == []
+    summary = model_summary(gguf)
+    assert summary["kv_heads_per_layer"] == [0, 8, 0, 8] * 16 and summary["head_count_kv"] == 8
+    assert summary["sliding_window"] == 1024
+    assert summary["sliding_window_pattern"] == [True, True, False] * 20
 
 
 def test_version_2_and_big_endian_files():

@@ -25,7 +25,7 @@ def test_one_instance_per_gpu_gets_its_own_device_and_a_staggered_restart():
     assert first["argv"] == [
         "/opt/llama.cpp/b1-abc/bin/llama-server", "--model", "/srv/models/qwen.gguf", "--alias", "qwen",
         "--host", "127.0.0.1", "--port", "8081", "--ctx-size", "8192", "--parallel", "1",
-        "--no-kv-unified", "--batch-size", "2048", "--ubatch-size", "512", "--cache-type-k", "f16", "--cache-type-v", "f16", "--flash-attn", "on", "--gpu-layers", "999",
+        "--no-kv-unified", "--batch-size", "2048", "--ubatch-size", "512", "--cache-type-k", "f16", "--cache-type-v", "f16", "--flash-attn", "on", "--fit", "off", "--gpu-layers", "999",
         "--metrics", "--no-webui"]
     assert "--split-mode" not in first["argv"]
     assert first["unit"] == "llama-server-a" and first["health_url"] == "http://127.0.0.1:8081/health"
@@ -71,7 +71,7 @@ def test_the_memory_plan_takes_the_context_per_slot_and_the_larger_cache_type():
     assert instance["memory_plan"] == {
         "name": "llama_server_instances a (qwen)", "gguf_path": "/srv/models/qwen.gguf",
         "context_per_slot": 5462, "slots": 3, "kv_cache_type": "q8_0", "gpus": [0], "gpu_count": 1,
-        "flash_attention": True, "ubatch": 512}
+        "tensor_split": None, "flash_attention": True, "ubatch": 512, "swa_full": False}
 
 
 def test_an_instance_without_gpus_is_planned_over_every_serving_gpu():
@@ -200,12 +200,14 @@ def test_auto_asks_the_host_to_choose_the_slots():
                                  llama_server_settings(ctx_size="auto", parallel="auto"), MODELS)["instances"]
     assert "argv" not in instance
     assert instance["memory_plan"]["choose_slots"] == {
-        "slots_min": 1, "slots_max": 16, "context_min": 8192, "context_max": 32768}
+        "slots_min": 1, "slots_max": 16, "context_min": 8192, "context_max": 32768,
+        "floor_variable": "llama_server_slot_context_min"}
+    assert instance["memory_plan"]["kv_unified"] is False
     assert "context_per_slot" not in instance["memory_plan"]
 
 
 def test_auto_takes_the_slots_the_host_chose():
-    sized = [{"name": "llama_server_instances a (qwen)", "slots": 6, "context_per_slot": 8192,
+    sized = [{"name": "llama_server_instances a (qwen)", "chosen_slots": 6, "chosen_context_per_slot": 8192,
               "choice": "6 slots x 8192 tokens: ..."}]
     (instance,) = planned([{"name": "a", "model": "qwen", "port": 1}],
                           llama_server_settings(ctx_size="auto", parallel="auto"), MODELS, sized)["instances"]
@@ -219,7 +221,9 @@ def test_auto_without_a_sized_plan_is_refused():
     result = planned([{"name": "a", "model": "qwen", "port": 1}],
                      llama_server_settings(ctx_size="auto", parallel="auto"), MODELS, [])
     assert result["instances"] == []
-    assert result["errors"] == ["llama_server_instances a: its slots were not sized (no memory plan came back)."]
+    assert result["errors"] == [
+        "llama_server_instances a: its slots were not sized (no memory plan came back): give the instance ctx_size "
+        "and parallel as numbers, or run the role again with its model and GPU facts there."]
 
 
 def test_a_fixed_slot_count_with_auto_context():
@@ -242,6 +246,7 @@ def test_a_unified_cache_is_one_pool_of_the_whole_context():
                          "kv_unified": True}])["instances"]
     assert "--kv-unified" in instance["argv"] and "--no-kv-unified" not in instance["argv"]
     assert (instance["memory_plan"]["context_per_slot"], instance["memory_plan"]["slots"]) == (32768, 1)
+    assert instance["memory_plan"]["sequences_per_stream"] == 4
 
 
 def test_the_micro_batch_is_counted_up_to_the_batch():
@@ -265,3 +270,30 @@ def test_the_micro_batch_is_counted_up_to_the_batch():
 def test_bad_slot_settings_are_refused(instance, expected):
     result = plan([dict({"name": "a", "model": "qwen", "port": 1}, **instance)])
     assert any(expected in error for error in result["errors"]), result["errors"]
+
+
+def test_split_mode_none_is_planned_on_the_first_gpu_alone():
+    (instance,) = plan([{"name": "a", "model": "qwen", "port": 1, "gpus": [1, 0], "split_mode": "none"}])[
+        "instances"]
+    assert (instance["memory_plan"]["gpus"], instance["memory_plan"]["gpu_count"]) == ([1], 1)
+
+
+def test_a_tensor_split_reaches_the_memory_plan():
+    (instance,) = plan([{"name": "a", "model": "qwen", "port": 1, "gpus": [0, 1], "tensor_split": [3, 1]}])[
+        "instances"]
+    assert instance["memory_plan"]["tensor_split"] == [3, 1] and instance["memory_plan"]["gpu_count"] == 2
+
+
+@pytest.mark.parametrize(("changes", "expected"), [
+    ({"slot_context_min": 40000}, "llama_server_slot_context_min=40000 is more than llama_server_slot_context_max"
+                                  "=32768: raise the maximum or lower the minimum."),
+    ({"slots_max": 0}, "llama_server_slots_max=0 must be a positive whole number."),
+])
+def test_bad_slot_bounds_are_refused_by_their_variable(changes, expected):
+    assert plan([{"name": "a", "model": "qwen", "port": 1}], **changes)["errors"] == [expected]
+
+
+def test_a_bad_role_wide_value_is_named_by_its_variable():
+    errors = plan([{"name": "a", "model": "qwen", "port": 1}], kv_unified=None, gpu_layers=-1)["errors"]
+    assert "llama_server_kv_unified=None must be true or false." in errors
+    assert any(error.startswith("llama_server_gpu_layers=-1 must be a whole number of layers") for error in errors)

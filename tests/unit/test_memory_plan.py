@@ -14,6 +14,7 @@ from ansible.module_utils.memory_plan import (
     DEFAULT_COMPUTE_BUFFER_MIB,
     KV_CACHE_TYPES,
     MIB,
+    KvLayout,
     ModelShape,
     estimate_compute_buffer_mib,
     kv_cache_bytes,
@@ -88,27 +89,31 @@ def test_unknown_kv_cache_type():
 
 @pytest.mark.parametrize("flash_attention, context, ubatch", sorted(LLAMA_CPP_COMPUTE_MIB))
 def test_compute_buffer_estimate_within_5_percent_of_llama_cpp(smollm2, flash_attention, context, ubatch):
-    estimate = estimate_compute_buffer_mib(smollm2, context, 1, ubatch, flash_attention)
+    estimate = estimate_compute_buffer_mib(smollm2, context, ubatch, flash_attention)
     assert estimate == pytest.approx(LLAMA_CPP_COMPUTE_MIB[(flash_attention, context, ubatch)], rel=0.05)
 
 
-def test_compute_buffer_without_flash_attention_spans_all_slots(smollm2):
-    assert estimate_compute_buffer_mib(smollm2, 8192, 4, flash_attention=False) == \
-        estimate_compute_buffer_mib(smollm2, 32768, 1, flash_attention=False)
-    assert estimate_compute_buffer_mib(smollm2, 8192, 4) == estimate_compute_buffer_mib(smollm2, 8192, 1)
+def test_compute_buffer_without_flash_attention_spans_one_kv_stream(smollm2):
+    # llama-server 0c1e57098, -fa off, SmolLM2: 166.38 MiB for -c 8192 -np 1, -c 32768 -np 4 and
+    # -c 131072 -np 16 (8192 cells a stream), 646.38 MiB for -c 32768 -np 4 --kv-unified (one stream).
+    per_slot = estimate_compute_buffer_mib(smollm2, 8192, flash_attention=False)
+    assert per_slot == pytest.approx(166.38, rel=0.05)
+    assert estimate_compute_buffer_mib(smollm2, 32768, flash_attention=False) == pytest.approx(646.38, rel=0.05)
 
 
 def test_compute_buffer_default_for_an_incomplete_shape():
     shape = ModelShape(architecture="llama", **QWEN25_32B)
-    assert estimate_compute_buffer_mib(shape, 4096, 1) == DEFAULT_COMPUTE_BUFFER_MIB
+    assert estimate_compute_buffer_mib(shape, 4096) == DEFAULT_COMPUTE_BUFFER_MIB
 
 
 # --- plans ------------------------------------------------------------------------------
 
 
 def qwen_plan(**changes):
+    # The overhead and margin of the defaults before they were measured on CUDA (700 and 1024 now):
+    # these tests are about the arithmetic.
     inputs = dict(QWEN25_32B, weights_bytes=QWEN25_32B_Q4_K_M_BYTES, context_per_slot=16384, slots=1,
-                  gpu_memory_mib=32768, compute_buffer_mib=307)
+                  gpu_memory_mib=32768, compute_buffer_mib=307, overhead_mib=600, safety_margin_mib=512)
     inputs.update(changes)
     return plan_memory("qwen2.5-32b", **inputs)
 
@@ -221,7 +226,7 @@ def test_shape_from_the_real_gguf(smollm2):
     assert smollm2 == ModelShape(
         architecture="llama", layers=30, kv_heads=3, head_dim=64, attention_heads=9, embedding_length=576,
         feed_forward_length=1536, vocab_size=49152, context_length=8192, dtype=None, quantization="Q4_1",
-        source="gguf")
+        source="gguf", kv_layout=KvLayout(full_heads=30 * 3))
 
 
 def qwen25_32b_config():

@@ -8,6 +8,12 @@ import pytest
 import sample_gpus
 from ansible.module_utils.common import warnings as ansible_warnings
 from ansible.module_utils.testing import patch_module_args
+from ansible.module_utils.memory_plan import (
+    DEFAULT_OVERHEAD_MIB,
+    DEFAULT_SAFETY_MARGIN_MIB,
+    busiest_gpu_layers,
+    plan_memory,
+)
 from conftest import FIXTURES
 
 SMOLLM2_PREFIX = FIXTURES / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf-metadata-prefix"
@@ -119,8 +125,8 @@ def test_memory_plan_that_does_not_fit_is_refused_with_remedies(capsys):
     code, result = run(capsys, module_args(memory_plans=[plan]))
     assert code == 1
     assert result["msg"].startswith("Preflight refused this configuration; nothing on the host was changed:\n"
-                                    "- memory_plans=qwen2.5-32b does not fit: needs 36735 MiB per GPU")
-    assert "Lower context_per_slot to 24832 (from 32768)" in result["msg"]
+                                    "- memory_plans=qwen2.5-32b does not fit: needs 37347 MiB per GPU")
+    assert "Lower context_per_slot to 23552 (from 32768)" in result["msg"]
     assert result["memory_plans"][0]["fits"] is False
     assert result["refusals"][0]["variable"] == "memory_plans"
 
@@ -239,7 +245,7 @@ def test_choose_slots_sizes_from_the_real_gguf_and_the_gpu(capsys):
     code, result = run(capsys, module_args(memory_plans=[plan]))
     assert code == 0, result
     [sized] = result["memory_plans"]
-    assert (sized["slots"], sized["context_per_slot"]) == (16, 8192) and sized["fits"] is True
+    assert (sized["chosen_slots"], sized["chosen_context_per_slot"]) == (16, 8192) and sized["fits"] is True
     assert sized["choice"] == "16 slots x 8192 tokens: the most slots (at most 16) that each keep 8192 tokens"
     assert sized["message"].startswith(sized["choice"] + "; smollm2 fits on 1 GPU")
 
@@ -258,7 +264,7 @@ def test_choose_slots_without_gpu_memory_takes_llama_servers_own_count(capsys):
     code, result = run(capsys, module_args(gpus=[], require_gpu=False, memory_plans=[plan]))
     assert code == 0, result
     [sized] = result["memory_plans"]
-    assert sized["skipped"] is True and (sized["slots"], sized["context_per_slot"]) == (4, 8192)
+    assert sized["skipped"] is True and (sized["chosen_slots"], sized["chosen_context_per_slot"]) == (4, 8192)
     assert sized["choice"].startswith("4 slots x 8192 tokens, not sized (no GPU memory size is known")
     assert any("Memory plan smollm2: 4 slots x 8192 tokens, not sized" in w for w in emitted_warnings(result))
 
@@ -269,7 +275,14 @@ def test_a_plan_needs_a_context_or_a_slot_choice(capsys):
     assert code == 1 and "has neither context_per_slot nor choose_slots" in result["msg"]
 
 
-QWEN_32B_Q4 = {"layers": 64, "kv_heads": 8, "head_dim": 128, "weights_mib": 18932, "compute_buffer_mib": 307}
+# With the overhead and margin given, so the sums below read as before the defaults were measured on CUDA.
+QWEN_32B_Q4 = {"layers": 64, "kv_heads": 8, "head_dim": 128, "weights_mib": 18932, "compute_buffer_mib": 307,
+               "overhead_mib": 600, "safety_margin_mib": 512}
+
+
+def test_the_module_defaults_are_the_planner_s():
+    assert nvidia_stack_check.MEMORY_PLAN_SPEC["overhead_mib"]["default"] == DEFAULT_OVERHEAD_MIB == 700
+    assert nvidia_stack_check.MEMORY_PLAN_SPEC["safety_margin_mib"]["default"] == DEFAULT_SAFETY_MARGIN_MIB == 1024
 
 
 def test_two_auto_plans_on_one_gpu_split_it(capsys):
@@ -279,7 +292,7 @@ def test_two_auto_plans_on_one_gpu_split_it(capsys):
     first, second = result["memory_plans"]
     # (32768 - 512) // 2 + 512 = 16640 MiB each: 16 slots of 8192 need 4000 + 32768 + ... : fewer fit.
     assert first["gpu_memory_mib"] == second["gpu_memory_mib"] == 16640
-    assert first["slots"] == second["slots"] == 5
+    assert first["chosen_slots"] == second["chosen_slots"] == 5
     assert first["choice"].endswith(", within 16640 MiB, its share of GPU 0 beside 1 other plan")
     assert first["required_mib"] + second["required_mib"] - 512 <= 32768
 
@@ -293,8 +306,8 @@ def test_an_auto_plan_gets_what_a_fixed_plan_on_its_gpu_leaves(capsys):
     assert sized["required_mib"] == 4000 + 4096 + 307 + 600 + 512
     assert chosen["gpu_memory_mib"] == 32768 - (sized["required_mib"] - 512)
     # KV room: 23765 - 4000 - 307 - 600 - 512 = 18346 MiB; 8192 f16 tokens of this shape take 2048 MiB.
-    assert chosen["slots"] == 8
-    assert chosen["choice"].endswith("its share of GPU 0 beside 1 other plan")
+    assert chosen["chosen_slots"] == 8
+    assert chosen["choice"].endswith(", within 23765 MiB, its share of GPU 0 beside 1 other plan (fixed)")
 
 
 def test_fixed_plans_that_overfill_a_shared_gpu_are_refused_together(capsys):
@@ -308,3 +321,69 @@ def test_fixed_plans_that_overfill_a_shared_gpu_are_refused_together(capsys):
     assert "Give them different gpus" in result["msg"]
     apart = [dict(plans[0], gpus=[0]), dict(plans[1], gpus=[1])]
     assert run(capsys, module_args(gpus=[v100_pcie_32gb(0), v100_pcie_32gb(1)], memory_plans=apart))[0] == 0
+
+
+def test_the_busiest_gpu_of_an_uneven_split_is_sized(capsys):
+    assert busiest_gpu_layers(64, 2) == 32 and busiest_gpu_layers(64, 2, [3, 1]) == 48
+    assert busiest_gpu_layers(62, 2, [1, 1]) == 31 and busiest_gpu_layers(5, 3, [0.5, 0.25, 0.25]) == 3
+    even, uneven = (plan_memory("p", layers=64, kv_heads=8, head_dim=128, weights_bytes=18932 * 2**20,
+                                context_per_slot=8192, slots=4, gpu_memory_mib=32768, gpu_count=2,
+                                tensor_split=split) for split in (None, [3, 1]))
+    assert uneven.kv_cache_mib == even.kv_cache_mib * 3 // 2 and uneven.weights_mib == 18932 * 3 // 4
+    # Through the module: 16 slots fit split evenly over two V100s; with 3:1 the first GPU holds too much.
+    plan = dict(QWEN_32B_Q4, name="split", gpus=[0, 1], gpu_count=2, context_per_slot=8192, slots=16)
+    two = [v100_pcie_32gb(0), v100_pcie_32gb(1)]
+    assert run(capsys, module_args(gpus=two, memory_plans=[plan]))[0] == 0
+    code, result = run(capsys, module_args(gpus=two, memory_plans=[dict(plan, tensor_split=[3.0, 1.0])]))
+    assert code == 1 and "memory_plans=split does not fit" in result["msg"] and "add GPUs" not in result["msg"]
+
+
+def test_a_display_card_named_on_purpose_is_sized_by_its_own_memory(capsys):
+    gt1030 = dict(sample_gpus.geforce_gt_1030(0), memory_total_mib=2048, serving=False)
+    plans = [dict(QWEN_32B_Q4, name="on-the-display-card", gpus=[0], weights_mib=1000, choose_slots={})]
+    code, result = run(capsys, module_args(gpus=[gt1030, v100_pcie_32gb(1)], require_gpu=False,
+                                           memory_plans=plans))
+    assert code == 1, result
+    assert result["memory_plans"][0]["gpu_memory_mib"] == 2048
+
+
+def test_an_auto_plan_left_no_memory_by_fixed_ones_is_refused_by_name(capsys):
+    fixed = [dict(QWEN_32B_Q4, name=name, gpus=[0], weights_mib=12000, context_per_slot=8192, slots=2)
+             for name in ("f1", "f2")]
+    auto = dict(QWEN_32B_Q4, name="auto", gpus=[0], weights_mib=4000, choose_slots={})
+    code, result = run(capsys, module_args(memory_plans=fixed + [auto]))
+    assert code == 1
+    assert "- memory_plans=auto has no memory left on GPU 0: the plans with fixed sizes there take it all" \
+        in result["msg"]
+    assert "Give it other gpus, or lower the context or slots of the fixed plans there" in result["msg"]
+
+
+def test_an_auto_plan_that_does_not_fit_its_share_says_so_in_the_role_s_words(capsys):
+    fixed = dict(QWEN_32B_Q4, name="fixed", gpus=[0], weights_mib=20000, context_per_slot=8192, slots=2)
+    auto = dict(QWEN_32B_Q4, name="auto", gpus=[0], weights_mib=6000,
+                choose_slots={"floor_variable": "llama_server_slot_context_min"})
+    code, result = run(capsys, module_args(memory_plans=[fixed, auto]))
+    assert code == 1
+    line = next(line for line in result["msg"].splitlines() if line.startswith("- memory_plans=auto"))
+    # What fixed leaves: 32768 - (20000 + 4096 + 307 + 600) = 7765 MiB.
+    assert "(its memory is 7765 MiB, its share of GPU 0 beside 1 other plan (fixed))" in line
+    assert "Lower llama_server_slot_context_min to 1280 (from 8192)" in line and "context_per_slot" not in line
+    assert "add GPUs" not in line and "give it other gpus" in line
+
+
+def test_a_unified_auto_plan_is_one_stream_of_every_slot(capsys):
+    plan = {"name": "smollm2", "gguf_path": str(SMOLLM2_PREFIX), "choose_slots": {}, "kv_unified": True,
+            "flash_attention": False}
+    code, result = run(capsys, module_args(memory_plans=[plan]))
+    assert code == 0, result
+    [sized] = result["memory_plans"]
+    assert (sized["chosen_slots"], sized["chosen_context_per_slot"]) == (16, 8192)
+    assert (sized["slots"], sized["context_per_slot"], sized["sequences_per_stream"]) == (1, 16 * 8192, 16)
+
+
+def test_check_stack_false_sizes_the_plans_only(capsys):
+    plan = {"name": "smollm2", "gguf_path": str(SMOLLM2_PREFIX), "choose_slots": {}}
+    code, result = run(capsys, module_args(distribution="Fedora", distribution_version="40", gpus=[],
+                                           require_gpu=False, check_stack=False, memory_plans=[plan]))
+    assert code == 0, result
+    assert result["memory_plans"][0]["chosen_slots"] == 4
