@@ -17,8 +17,15 @@ import numpy as np
 LAYERS, EMBD, FFN, HEADS, KV_HEADS = 32, 4096, 14336, 32, 8
 
 
-def copy_vocabulary(gguf, vocab, writer) -> int:
-    """The tokenizer.* keys of a vocabulary GGUF into a writer; -> the vocabulary size."""
+def start_model(src: Path, out: Path, architecture: str, name: str):
+    """-> (the gguf-py of the llama.cpp tree at src, a writer for out with the
+    llama SPM vocabulary's tokenizer.* keys, the vocabulary size)."""
+    sys.path.insert(0, str(src / "gguf-py"))
+    import gguf  # the gguf-py of the same llama.cpp tree
+
+    vocab = gguf.GGUFReader(src / "models" / "ggml-vocab-llama-spm.gguf")
+    writer = gguf.GGUFWriter(out, architecture)
+    writer.add_name(name)
     for field in vocab.fields.values():
         if field.name.startswith("tokenizer."):
             vtype = field.types[0]
@@ -26,16 +33,11 @@ def copy_vocabulary(gguf, vocab, writer) -> int:
                 writer.add_key_value(field.name, field.contents(), vtype, sub_type=field.types[-1])
             else:
                 writer.add_key_value(field.name, field.contents(), vtype)
-    return len(vocab.fields["tokenizer.ggml.tokens"].data)
+    return gguf, writer, len(vocab.fields["tokenizer.ggml.tokens"].data)
 
 
 def main(src: Path, out: Path) -> None:
-    sys.path.insert(0, str(src / "gguf-py"))
-    import gguf  # the gguf-py of the same llama.cpp tree
-
-    vocab = gguf.GGUFReader(src / "models" / "ggml-vocab-llama-spm.gguf")
-    writer = gguf.GGUFWriter(out, "llama")
-    writer.add_name("bench-llama-8b-shapes-random")
+    gguf, writer, n_vocab = start_model(src, out, "llama", "bench-llama-8b-shapes-random")
     writer.add_block_count(LAYERS)
     writer.add_context_length(8192)
     writer.add_embedding_length(EMBD)
@@ -46,7 +48,6 @@ def main(src: Path, out: Path) -> None:
     writer.add_layer_norm_rms_eps(1e-5)
     writer.add_rope_freq_base(500000.0)
     writer.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
-    n_vocab = copy_vocabulary(gguf, vocab, writer)
 
     # One random block, reused: random generation of 8e9 values would dominate.
     noise = (np.random.default_rng(0).standard_normal(1 << 26, dtype=np.float32) * 0.02).astype(np.float16)
