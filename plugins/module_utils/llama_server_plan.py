@@ -39,6 +39,7 @@ ROLE_FLAGS = {
     "-ts": "tensor_split", "--tensor-split": "tensor_split", "--api-key": "api_key", "--api-key-file": "api_key",
     "-kvu": "kv_unified", "--kv-unified": "kv_unified", "-no-kvu": "kv_unified", "--no-kv-unified": "kv_unified",
     "-b": "batch_size", "--batch-size": "batch_size", "-ub": "ubatch_size", "--ubatch-size": "ubatch_size",
+    "-mg": "gpus and split_mode", "--main-gpu": "gpus and split_mode", "-dev": "gpus", "--device": "gpus",
     "-fit": "ctx_size and gpu_layers (the role sizes them)", "--fit": "ctx_size and gpu_layers (the role sizes them)",
     "-a": "name", "--alias": "name", "--metrics": "llama_server_metrics",
     "--webui": "llama_server_webui", "--no-webui": "llama_server_webui",
@@ -236,6 +237,12 @@ def _launch(instance: Mapping[str, Any], settings: Mapping[str, Any], model_path
     cache_k, cache_v = _cache_types(instance, settings)
     gpus = instance.get("gpus", [])
     split = len(gpus) > 1 and settings["backend"] == "cuda"
+    # Without -ts llama.cpp splits the layers by each GPU's free memory when it starts, which then
+    # depends on what runs there already; the plan counts equal shares, so they are always passed.
+    visible = len(gpus) or len(settings.get("serving_gpus") or ()) or settings["gpu_count"]
+    split_mode = instance.get("split_mode", "layer") if split else None
+    tensor_split = instance.get("tensor_split") or [1] * visible \
+        if settings["backend"] == "cuda" and visible > 1 and split_mode != "none" else None
     return {
         "server_bin": settings["server_bin"],
         "model_path": model_path,
@@ -249,8 +256,8 @@ def _launch(instance: Mapping[str, Any], settings: Mapping[str, Any], model_path
         "cache_type_v": cache_v,
         "flash_attention": bool(instance.get("flash_attention", settings["flash_attention"])),
         "gpu_layers": instance.get("gpu_layers", settings["gpu_layers"]) if settings["backend"] == "cuda" else None,
-        "split_mode": instance.get("split_mode", "layer") if split else None,
-        "tensor_split": instance.get("tensor_split") if split else None,
+        "split_mode": split_mode,
+        "tensor_split": tensor_split,
         "metrics": settings["metrics"],
         "webui": settings["webui"],
         "key_file": key_file,

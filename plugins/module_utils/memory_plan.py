@@ -27,7 +27,6 @@ overhead term.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass
 from fractions import Fraction
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
@@ -143,16 +142,23 @@ def swa_layer_flags(layers: int, pattern: int) -> List[bool]:
 
 def kv_layout(architecture: str, layers: int, kv_heads: int, kv_heads_per_layer: Optional[Sequence[int]],
               sliding_window: Any, sliding_window_pattern: Any) -> KvLayout:
-    """Which layers keep a KV cache (a per-layer head_count_kv of 0 keeps none: the
-    recurrent layers of hybrid models) and which of those only a sliding window."""
+    """Which layers keep a KV cache of how many heads, and which of those only a sliding window.
+
+    A per-layer head_count_kv gives each layer's heads. Where it has zeros
+    (the recurrent layers of hybrid models) every layer is counted with the
+    most heads: llama.cpp keeps a recurrent state per slot for those layers
+    instead (src/llama-memory-recurrent.cpp), which this planner does not size,
+    so they are counted as if they kept a KV cache: more, never less."""
     heads = list(kv_heads_per_layer) if kv_heads_per_layer and len(kv_heads_per_layer) == layers \
-        else [kv_heads] * layers
+        and min(kv_heads_per_layer) > 0 else [kv_heads] * layers
     window = sliding_window if architecture in SWA_DEFAULT_PATTERNS and isinstance(sliding_window, int) \
         and not isinstance(sliding_window, bool) and sliding_window > 0 else 0
     if not window:
         return KvLayout(full_heads=sum(heads))
-    if isinstance(sliding_window_pattern, list) and len(sliding_window_pattern) == layers:
-        flags = [bool(flag) for flag in sliding_window_pattern]
+    if isinstance(sliding_window_pattern, list):
+        # A list of another length leaves llama.cpp's other layers as they were: count them all whole.
+        flags = [bool(flag) for flag in sliding_window_pattern] if len(sliding_window_pattern) == layers \
+            else [False] * layers
     elif isinstance(sliding_window_pattern, int) and not isinstance(sliding_window_pattern, bool) \
             and sliding_window_pattern >= 0:
         flags = swa_layer_flags(layers, sliding_window_pattern)
@@ -394,16 +400,25 @@ def plan_memory(name: str, *, layers: int, kv_heads: int, head_dim: int, weights
 
 
 def busiest_gpu_layers(layers: int, gpu_count: int, tensor_split: Optional[Sequence[float]] = None) -> int:
-    """Layers on the GPU that holds most: ceil(layers x its share), the share
-    even or tensor_split's largest (src/llama-model.cpp assigns layers by the
-    split's cumulative shares)."""
-    if tensor_split:
-        if len(tensor_split) != gpu_count or any(share < 0 for share in tensor_split) or not sum(tensor_split):
-            raise ValueError("tensor_split must give one non-negative share per GPU, not all 0 (got %r)" % (
-                list(tensor_split),))
-        shares = [Fraction(str(share)) for share in tensor_split]
-        return min(layers, math.ceil(layers * max(shares) / sum(shares)))
-    return -(-layers // gpu_count)
+    """Layers on the GPU that holds most, as llama.cpp assigns them
+    (src/llama-model.cpp at 0c1e57098): n_layer + 1 positions (the output
+    layer is the last) over the cumulative shares of tensor_split, equal shares
+    without it; layer il goes to the first GPU whose cumulative share is above
+    il / (n_layer + 1). So with two equal GPUs the first holds one layer more
+    than half of an even count."""
+    shares = [Fraction(str(share)) for share in tensor_split] if tensor_split else [Fraction(1)] * gpu_count
+    if len(shares) != gpu_count or any(share < 0 for share in shares) or not sum(shares):
+        raise ValueError("tensor_split must give one non-negative share per GPU, not all 0 (got %r)" % (
+            list(tensor_split or ()),))
+    total, running, points = sum(shares), Fraction(0), []
+    for share in shares:
+        running += share
+        points.append(running / total)
+    counts = [0] * gpu_count
+    for layer in range(layers):
+        position = Fraction(layer, layers + 1)
+        counts[next(gpu for gpu, point in enumerate(points) if point > position)] += 1
+    return max(counts)
 
 
 def _replan(plan: MemoryPlan, **changes: Any) -> MemoryPlan:

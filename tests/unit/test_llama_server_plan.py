@@ -297,3 +297,15 @@ def test_a_bad_role_wide_value_is_named_by_its_variable():
     errors = plan([{"name": "a", "model": "qwen", "port": 1}], kv_unified=None, gpu_layers=-1)["errors"]
     assert "llama_server_kv_unified=None must be true or false." in errors
     assert any(error.startswith("llama_server_gpu_layers=-1 must be a whole number of layers") for error in errors)
+
+
+def test_a_split_always_names_its_shares():
+    # Without -ts llama.cpp splits by each GPU's free memory at start, which the plan cannot know.
+    (named,) = plan([{"name": "a", "model": "qwen", "port": 1, "gpus": [0, 1]}])["instances"]
+    assert named["argv"][named["argv"].index("--tensor-split") + 1] == "1,1"
+    (every,) = plan([{"name": "a", "model": "qwen", "port": 1}])["instances"]
+    assert every["argv"][every["argv"].index("--tensor-split") + 1] == "1,1"
+    (alone,) = plan([{"name": "a", "model": "qwen", "port": 1, "gpus": [0, 1], "split_mode": "none"}])["instances"]
+    assert "--tensor-split" not in alone["argv"]
+    assert "-mg (set gpus and split_mode instead)" in plan(
+        [{"name": "a", "model": "qwen", "port": 1, "extra_args": ["-mg", "1"]}])["errors"][0]

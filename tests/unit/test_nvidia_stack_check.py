@@ -324,12 +324,16 @@ def test_fixed_plans_that_overfill_a_shared_gpu_are_refused_together(capsys):
 
 
 def test_the_busiest_gpu_of_an_uneven_split_is_sized(capsys):
-    assert busiest_gpu_layers(64, 2) == 32 and busiest_gpu_layers(64, 2, [3, 1]) == 48
-    assert busiest_gpu_layers(62, 2, [1, 1]) == 31 and busiest_gpu_layers(5, 3, [0.5, 0.25, 0.25]) == 3
+    # llama.cpp (src/llama-model.cpp): layer il of n goes to the first GPU whose cumulative share is above
+    # il / (n + 1); 40 layers on [1, 1]: 21 on the first.
+    assert busiest_gpu_layers(40, 2) == 21 and busiest_gpu_layers(40, 2, [3, 1]) == 31
+    assert busiest_gpu_layers(64, 2, [3, 1]) == 49 and busiest_gpu_layers(62, 2, [1, 1]) == 32
+    assert busiest_gpu_layers(5, 3, [0.5, 0.25, 0.25]) == 3
     even, uneven = (plan_memory("p", layers=64, kv_heads=8, head_dim=128, weights_bytes=18932 * 2**20,
                                 context_per_slot=8192, slots=4, gpu_memory_mib=32768, gpu_count=2,
                                 tensor_split=split) for split in (None, [3, 1]))
-    assert uneven.kv_cache_mib == even.kv_cache_mib * 3 // 2 and uneven.weights_mib == 18932 * 3 // 4
+    assert (even.layers_per_gpu, uneven.layers_per_gpu) == (33, 49)
+    assert uneven.kv_cache_mib == even.kv_cache_mib * 49 // 33
     # Through the module: 16 slots fit split evenly over two V100s; with 3:1 the first GPU holds too much.
     plan = dict(QWEN_32B_Q4, name="split", gpus=[0, 1], gpu_count=2, context_per_slot=8192, slots=16)
     two = [v100_pcie_32gb(0), v100_pcie_32gb(1)]

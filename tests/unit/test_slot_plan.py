@@ -154,9 +154,15 @@ def test_the_gguf_pattern_wins_over_the_default():
     assert kv_layout("gemma2", 4, 2, None, 512, 4) == KvLayout(full_heads=2, swa_heads=6, sliding_window=512)
 
 
-def test_layers_without_kv_heads_keep_no_cache():
-    # A hybrid model's recurrent layers: head_count_kv 0 there (llama.cpp marks them recurrent).
-    assert kv_layout("granitehybrid", 8, 8, [0, 0, 0, 8, 0, 0, 0, 8], None, None) == KvLayout(full_heads=16)
+def test_per_layer_kv_heads_are_summed_and_a_hybrid_is_counted_whole():
+    assert kv_layout("openelm", 4, 8, [2, 4, 6, 8], None, None) == KvLayout(full_heads=20)
+    # A hybrid model's recurrent layers (head_count_kv 0) keep a recurrent state per slot that the planner does
+    # not size: every layer is counted with the most heads instead.
+    assert kv_layout("granitehybrid", 8, 8, [0, 0, 0, 8, 0, 0, 0, 8], None, None) == KvLayout(full_heads=64)
+
+
+def test_a_pattern_list_of_another_length_counts_every_layer_whole():
+    assert kv_layout("gemma3", 6, 2, None, 512, [True, True]) == KvLayout(full_heads=12, sliding_window=512)
 
 
 def test_sliding_window_layers_cost_the_window_plus_a_micro_batch():
