@@ -231,6 +231,11 @@ def _cache_types(instance: Mapping[str, Any], settings: Mapping[str, Any]) -> Tu
     return instance.get("cache_type_k", kv), instance.get("cache_type_v", kv)
 
 
+def _gpus_seen(gpus: Sequence[int], settings: Mapping[str, Any]) -> int:
+    """How many GPUs an instance's llama.cpp sees: its gpus, else the serving ones, else all."""
+    return len(gpus) or len(settings.get("serving_gpus") or ()) or settings["gpu_count"]
+
+
 def _launch(instance: Mapping[str, Any], settings: Mapping[str, Any], model_path: str,
             key_file: str) -> Dict[str, Any]:
     """Every llama-server setting of one instance but the sizes (instance_commands adds them)."""
@@ -239,7 +244,7 @@ def _launch(instance: Mapping[str, Any], settings: Mapping[str, Any], model_path
     split = len(gpus) > 1 and settings["backend"] == "cuda"
     # Without -ts llama.cpp splits the layers by each GPU's free memory when it starts, which then
     # depends on what runs there already; the plan counts equal shares, so they are always passed.
-    visible = len(gpus) or len(settings.get("serving_gpus") or ()) or settings["gpu_count"]
+    visible = _gpus_seen(gpus, settings)
     split_mode = instance.get("split_mode", "layer") if split else None
     tensor_split = instance.get("tensor_split") or [1] * visible \
         if settings["backend"] == "cuda" and visible > 1 and split_mode != "none" else None
@@ -323,7 +328,7 @@ def _memory_plan(name: str, model: str, model_path: str, gpus: Sequence[int], se
     llama.cpp splits the layers over as it does over named ones; -sm none
     keeps everything on the first (the main GPU, index 0 of what it sees),
     and -ts gives each GPU its share."""
-    spread = len(gpus) or len(settings.get("serving_gpus") or ()) or settings["gpu_count"]
+    spread = _gpus_seen(gpus, settings)
     if launch["split_mode"] == "none":
         gpus, spread = list(gpus[:1]), 1
     spec = {
@@ -332,7 +337,7 @@ def _memory_plan(name: str, model: str, model_path: str, gpus: Sequence[int], se
         "kv_cache_type": max((launch["cache_type_k"], launch["cache_type_v"]), key=KV_CACHE_RANK.__getitem__),
         "gpus": list(gpus),
         "gpu_count": max(1, spread),
-        "tensor_split": launch["tensor_split"] if spread > 1 else None,
+        "tensor_split": launch["tensor_split"],
         "flash_attention": launch["flash_attention"],
         # llama.cpp runs micro-batches of at most the batch (src/llama-context.cpp: n_ubatch = min(n_batch, ...)).
         "ubatch": min(launch["ubatch_size"], launch["batch_size"]),

@@ -138,8 +138,7 @@ def size_plan(plan: Mapping[str, Any], budget_mib: Optional[int], shared: str = 
         if choice is None:
             sized = plan_for(plan["slots"], plan["context_per_slot"])
             return sized.as_dict(), _refusal(sized, shared), None
-        bounds = {key: value for key, value in choice.items() if key != "floor_variable"}
-        sized, chosen = choose_slots(plan_for, n_ctx_train=shape.context_length if shape else None, **bounds)
+        sized, chosen = choose_slots(plan_for, n_ctx_train=shape.context_length if shape else None, **_bounds(choice))
     except ValueError as error:
         return plan_error(name, "cannot be sized: %s" % error, "Correct the plan's numbers")
     result = sized.as_dict()
@@ -176,15 +175,20 @@ def skipped(plan: Mapping[str, Any], reason: str) -> Result:
     warning = "Memory plan %s skipped: %s." % (name, reason)
     if plan["choose_slots"] is not None:
         shape = plan["shape"]
-        bounds = {key: value for key, value in plan["choose_slots"].items() if key != "floor_variable"}
         try:
-            chosen = unsized_slots(why=reason, n_ctx_train=shape.context_length if shape else None, **bounds)
+            chosen = unsized_slots(why=reason, n_ctx_train=shape.context_length if shape else None,
+                                   **_bounds(plan["choose_slots"]))
         except ValueError as error:
             return plan_error(name, "cannot be sized: %s" % error, "Correct the plan's numbers")
         result.update(chosen_slots=chosen.slots, chosen_context_per_slot=chosen.context_per_slot,
                       choice=chosen.reason)
         warning = "Memory plan %s: %s." % (name, chosen.reason)
     return result, None, warning
+
+
+def _bounds(choice: Mapping[str, Any]) -> Dict[str, Any]:
+    """choose_slots' options without the name used in messages."""
+    return {key: value for key, value in choice.items() if key != "floor_variable"}
 
 
 def plan_error(name: str, reason: str, fix: str) -> Result:

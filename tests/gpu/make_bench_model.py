@@ -36,6 +36,14 @@ def start_model(src: Path, out: Path, architecture: str, name: str):
     return gguf, writer, len(vocab.fields["tokenizer.ggml.tokens"].data)
 
 
+def finish_model(writer) -> None:
+    """Write the header, the metadata and the tensors, and close the file."""
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
 def main(src: Path, out: Path) -> None:
     gguf, writer, n_vocab = start_model(src, out, "llama", "bench-llama-8b-shapes-random")
     writer.add_block_count(LAYERS)
@@ -71,10 +79,7 @@ def main(src: Path, out: Path) -> None:
         writer.add_tensor(f"blk.{i}.ffn_down.weight", weight(EMBD, FFN))
     writer.add_tensor("output_norm.weight", norm(EMBD))
     writer.add_tensor("output.weight", weight(n_vocab, EMBD))
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
+    finish_model(writer)
 
 
 if __name__ == "__main__":
