@@ -5,7 +5,7 @@ deb822 debian.sources configures main for bookworm, -updates and -security.
 """
 from __future__ import annotations
 
-from ansible.module_utils.debian_sources import missing_components, parse_indextargets
+from ansible.module_utils.debian_sources import empty_indexes, missing_components, parse_indextargets, unread_suites
 from conftest import RECORDED
 
 MAIN_ONLY = (RECORDED / "apt-get-indextargets_debian12-deb822-main.txt").read_text()
@@ -38,3 +38,50 @@ def test_the_role_own_files_do_not_count_so_the_plan_is_stable():
     ours = ("bookworm-security non-free %sbookworm-security.sources:1\n" % OWN[0]
             + "bookworm contrib %s:1\n" % OWN[1])
     assert missing_components(MAIN_ONLY + ours, "bookworm", OWN) == missing_components(MAIN_ONLY, "bookworm", OWN)
+
+
+# Recorded 2026-12-02 from deb.debian.org after the role's two source files were written and apt-get update ran:
+# bookworm-updates publishes its contrib and non-free indexes empty, so apt stored no file for them.
+INDEXES = [tuple(line.split("\t")) for line in
+           (RECORDED / "apt-get-indextargets_debian12-role-sources_metakey.txt").read_text().splitlines()]
+LISTS = (RECORDED / "ls_var-lib-apt-lists_debian12-role-sources.txt").read_text().split()
+UPDATES_RELEASE = (RECORDED / "InRelease_bookworm-updates_2026-12-01.txt").read_text()
+RELEASES = {"deb.debian.org_debian_dists_bookworm-updates_InRelease": UPDATES_RELEASE,
+            "deb.debian.org_debian_dists_bookworm_InRelease": "SHA256:\n"}
+SUITES = ["bookworm", "bookworm-updates"]
+
+
+def test_the_archive_lists_bookworm_updates_non_free_as_empty():
+    assert {"non-free/binary-amd64/Packages", "contrib/binary-amd64/Packages"} <= empty_indexes(UPDATES_RELEASE)
+    assert "main/binary-amd64/Packages" not in empty_indexes(UPDATES_RELEASE)
+
+
+def test_an_index_published_empty_is_read_though_apt_stored_no_file():
+    assert not any("bookworm-updates_non-free" in name for name in LISTS)
+    assert unread_suites(INDEXES, LISTS, RELEASES, SUITES) == []
+
+
+def test_a_suite_whose_release_apt_has_not_fetched_is_unread():
+    lists = [name for name in LISTS if "bookworm-updates" not in name]
+    releases = {name: text for name, text in RELEASES.items() if "bookworm-updates" not in name}
+    assert unread_suites(INDEXES, lists, releases, SUITES) == ["bookworm-updates"]
+
+
+def test_a_component_added_after_the_last_refresh_is_unread():
+    # The role's source written, the run killed before apt-get update: bookworm's InRelease is there, its
+    # non-free index is not, and the Release file offers it with content.
+    lists = [name for name in LISTS if "bookworm_non-free_" not in name]
+    releases = dict(RELEASES, **{"deb.debian.org_debian_dists_bookworm_InRelease":
+                                 " 0123 102400 non-free/binary-amd64/Packages\n"})
+    assert unread_suites(INDEXES, lists, releases, SUITES) == ["bookworm"]
+
+
+def test_an_index_stored_compressed_counts_as_read():
+    lists = [name + ".lz4" if name.endswith("_Packages") else name for name in LISTS]
+    assert unread_suites(INDEXES, lists, RELEASES, SUITES) == []
+
+
+def test_only_the_asked_suites_and_components_count():
+    lists = [name for name in LISTS if "bookworm_main_" not in name]
+    assert unread_suites(INDEXES, lists, {}, ["bookworm-security"]) == []
+    assert unread_suites(INDEXES, lists, RELEASES, SUITES) == []
