@@ -69,6 +69,14 @@ def empty_indexes(release: str) -> Set[str]:
     return empty
 
 
+def release_components(release: str) -> List[str]:
+    """The Components: a Release/InRelease file offers."""
+    for line in release.splitlines():
+        if line.startswith("Components:"):
+            return line.split(":", 1)[1].split()
+    return []
+
+
 def unread_suites(targets: Sequence[Tuple[str, str, str, str]], lists: Sequence[str],
                   releases: Dict[str, str], suites: Sequence[str],
                   components: Sequence[str] = COMPONENTS) -> List[str]:
@@ -81,7 +89,9 @@ def unread_suites(targets: Sequence[Tuple[str, str, str, str]], lists: Sequence[
     of each InRelease/Release file there, by file name.
 
     An index is read when its file is there, or when its suite's Release file
-    is there and lists it as empty. A suite without a Release file is unread.
+    is there and lists it as empty, or does not offer its component at all
+    (apt skips it: "doesn't have the component"). A suite without a Release
+    file is unread.
     """
     names = set(lists)
     unread = []
@@ -93,6 +103,7 @@ def unread_suites(targets: Sequence[Tuple[str, str, str, str]], lists: Sequence[
             continue
         prefix = stored[:len(stored) - len(meta_key.replace("/", "_"))]
         release = releases.get(prefix + "InRelease", releases.get(prefix + "Release"))
-        if release is None or meta_key not in empty_indexes(release):
+        if release is None or (meta_key not in empty_indexes(release)
+                               and component in release_components(release)):
             unread.append(suite)
     return unread

@@ -9,8 +9,8 @@ short_description: Tell which suites need C(apt-get update) before their compone
 description:
   - Lists the package indexes every source configures for the host's architecture (C(apt-get indextargets)),
     and returns the suites with an index of I(components) that apt has not read. An index is unread when its file
-    is not in C(/var/lib/apt/lists) and the suite's Release file there does not list it as empty
-    (plugins/module_utils/debian_sources.py).
+    is not in apt's lists folder (C(/var/lib/apt/lists) by default) and the suite's Release file there offers it
+    with content (plugins/module_utils/debian_sources.py).
   - An index the archive publishes empty (bookworm-updates' non-free after a point release) gets no file, so
     the absence of a file alone would call for a refresh on every run.
   - State-based, so a run that died between writing a source and refreshing is repaired by the next one.
@@ -50,7 +50,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.debian_sources import COMPONENTS, unread_suites
 
-LISTS = "/var/lib/apt/lists"
+DEFAULT_LISTS = "/var/lib/apt/lists"
 
 
 def main():
@@ -65,11 +65,13 @@ def main():
                               "Created-By: Packages", "Architecture: " + architecture],
                              check_rc=True, environ_update={"LANG": "C"})[1]
     targets = [tuple(line.split("\t")) for line in out.splitlines() if line.count("\t") == 3]
-    lists = os.listdir(LISTS) if os.path.isdir(LISTS) else []
+    # apt's Dir::State::Lists, as its own file names say.
+    folder = os.path.dirname(targets[0][2]) if targets else DEFAULT_LISTS
+    lists = os.listdir(folder) if os.path.isdir(folder) else []
     releases = {}
     for name in lists:
         if name.endswith("Release"):
-            with open(os.path.join(LISTS, name), encoding="utf-8", errors="replace") as handle:
+            with open(os.path.join(folder, name), encoding="utf-8", errors="replace") as handle:
                 releases[name] = handle.read()
     module.exit_json(changed=False, unread=unread_suites(targets, lists, releases, module.params["suites"],
                                                          module.params["components"]))

@@ -5,7 +5,8 @@ deb822 debian.sources configures main for bookworm, -updates and -security.
 """
 from __future__ import annotations
 
-from ansible.module_utils.debian_sources import empty_indexes, missing_components, parse_indextargets, unread_suites
+from ansible.module_utils.debian_sources import (
+    empty_indexes, missing_components, parse_indextargets, release_components, unread_suites)
 from conftest import RECORDED
 
 MAIN_ONLY = (RECORDED / "apt-get-indextargets_debian12-deb822-main.txt").read_text()
@@ -72,6 +73,7 @@ def test_a_component_added_after_the_last_refresh_is_unread():
     # non-free index is not, and the Release file offers it with content.
     lists = [name for name in LISTS if "bookworm_non-free_" not in name]
     releases = dict(RELEASES, **{"deb.debian.org_debian_dists_bookworm_InRelease":
+                                 "Components: main contrib non-free non-free-firmware\nSHA256:\n"
                                  " 0123 102400 non-free/binary-amd64/Packages\n"})
     assert unread_suites(INDEXES, lists, releases, SUITES) == ["bookworm"]
 
@@ -85,3 +87,12 @@ def test_only_the_asked_suites_and_components_count():
     lists = [name for name in LISTS if "bookworm_main_" not in name]
     assert unread_suites(INDEXES, lists, {}, ["bookworm-security"]) == []
     assert unread_suites(INDEXES, lists, RELEASES, SUITES) == []
+
+
+def test_a_component_the_suite_does_not_offer_is_not_waited_for():
+    # A partial mirror without non-free: apt skips the target ("doesn't have the component"), so a refresh
+    # would never bring its file.
+    lists = [name for name in LISTS if "bookworm_non-free_" not in name]
+    releases = dict(RELEASES, **{"deb.debian.org_debian_dists_bookworm_InRelease": "Components: main contrib\n"})
+    assert unread_suites(INDEXES, lists, releases, SUITES) == []
+    assert release_components(UPDATES_RELEASE) == ["main", "contrib", "non-free-firmware", "non-free"]
