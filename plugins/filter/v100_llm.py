@@ -145,6 +145,8 @@ class FilterModule:
             "llama_cpp_refused_args": llama_cpp_refused_args,
             # models_list | models_fetch_plan(models_dir, hf_endpoint) -> {"models": [...], "errors": [...]}
             "models_fetch_plan": _MODELS.fetch_plan,
+            # fetch orders | models_files(model_files results) -> {name: {path, sha256, verified, size, gguf, parts}}
+            "models_files": _MODELS.models_files,
             # llama_server_instances | llama_server_plan(settings, models_files) -> {"instances": [...], "errors": [...]}
             "llama_server_plan": _SERVER.plan_instances,
             # that result | llama_server_commands(nvidia_stack_check's memory_plans) -> the same with sizes and argv

@@ -324,3 +324,28 @@ def model_summary(gguf: Dict[str, Any]) -> Dict[str, Any]:
 
 def _per_layer(value: Any) -> Any:
     return list(value) if isinstance(value, list) and value else None
+
+
+def split_paths(path: str, gguf: Dict[str, Any]) -> List[str]:
+    """Every file of the model whose part 1 is `path`: itself, or all parts of a split set.
+
+    As llama.cpp's loader finds them (src/llama-model-loader.cpp and llama_split_prefix in src/llama.cpp at the
+    pinned commit): split.count in part 1's metadata (split.no 0: it refuses to load from another part), and
+    part N named <prefix>-<N:05d>-of-<count:05d>.gguf.
+    """
+    count = gguf["metadata"].get("split.count") or 1
+    if count < 2:
+        return [path]
+    number = gguf["metadata"].get("split.no")
+    if number is None:
+        raise GGUFError("%s says split.count %d but has no split.no, which llama.cpp requires" % (path, count))
+    if number != 0:
+        raise GGUFError("%s is part %d of a split set of %d files: llama.cpp loads a split model from its part 1 "
+                        "(...-00001-of-%05d.gguf)" % (path, number + 1, count, count))
+    suffix = "-00001-of-%05d.gguf" % count
+    if not path.endswith(suffix):
+        raise GGUFError("%s is part of a split set of %d files but not named as its part 1 (...%s): llama.cpp "
+                        "cannot find the other parts" % (path, count, suffix))
+    prefix = path[:-len(suffix)]
+    return ["%s-%05d-of-%05d.gguf" % (prefix, part, count) for part in range(1, count + 1)]
+

@@ -16,16 +16,27 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from ansible.module_utils.model_sources import split_parts
+
 INSTANCE_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
 # The shared timer units are <unit>-health.* and <unit>-restart.*.
 RESERVED_SUFFIXES = ("-health", "-restart")
 KV_CACHE_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1")
-SPLIT_MODES = ("none", "layer", "row")
+SPLIT_MODES = ("none", "layer", "row", "tensor")
+# --split-mode tensor (docs/multi-gpu.md at the pinned commit): experimental; llama.cpp refuses it without
+# flash attention, with a quantized KV cache, and for these architectures (llm_arch_supports_sm_tensor in
+# src/llama-arch.cpp at 0c1e57098, by their GGUF general.architecture names).
+TENSOR_KV_CACHE_TYPES = ("f32", "f16", "bf16")
+TENSOR_UNSUPPORTED_ARCHITECTURES = frozenset((
+    "grok", "mpt", "plamo2", "minicpm3", "gemma3n", "mamba", "mamba2", "jamba", "falcon-h1", "olmo2", "olmoe",
+    "deepseek2", "deepseek32", "hy_v4", "dots3note", "glm-dsa", "bitnet", "t5", "nemotron_h", "nemotron_h_moe",
+    "granitehybrid", "minimax-01", "minimax-m2", "minimax-m3", "mistral4", "kimi-linear", "bailingmoe3", "kimi-k3",
+    "glm5-next", "qwen3tts", "qwen4exp"))
 LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
 INSTANCE_KEYS = frozenset((
     "name", "model", "port", "host", "gpus", "ctx_size", "parallel", "kv_cache_type", "cache_type_k",
     "cache_type_v", "split_mode", "tensor_split", "gpu_layers", "flash_attention", "kv_unified", "batch_size",
-    "ubatch_size", "extra_args", "restart_schedule", "api_key",
+    "ubatch_size", "extra_args", "restart_schedule", "api_key", "environment",
 ))
 AUTO = "auto"
 # Flags the role sets from instance keys; in extra_args they would contradict
@@ -43,6 +54,8 @@ ROLE_FLAGS = {
     "-fit": "ctx_size and gpu_layers (the role sizes them)", "--fit": "ctx_size and gpu_layers (the role sizes them)",
     "-a": "name", "--alias": "name", "--metrics": "llama_server_metrics",
     "--webui": "llama_server_webui", "--no-webui": "llama_server_webui",
+    # The deep health probe tells a busy server from a stuck one by /slots (gpu_service).
+    "--no-slots": "nothing: the health probe reads /slots", "--slots": "nothing: /slots is on by default",
 }
 # Bytes per element, to size the memory plan by the larger of the K and V caches.
 KV_CACHE_RANK = {"f32": 4.0, "f16": 2.0, "bf16": 2.0, "q8_0": 34 / 32, "q5_1": 24 / 32, "q5_0": 22 / 32,
@@ -91,14 +104,17 @@ def _int_in(value: Any, low: int, high: int) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
 
 
-def _model_path(model: Any, models_files: Mapping[str, Mapping[str, Any]]) -> Tuple[str, str]:
-    """-> (path, sha256); path "" when unknown."""
+def _model_path(model: Any, models_files: Mapping[str, Mapping[str, Any]]) -> Tuple[str, str, List[str]]:
+    """-> (path, sha256, every file: the parts of a split set); path "" when unknown."""
     if isinstance(model, str) and model in models_files:
         entry = models_files[model]
-        return str(entry["path"]), str(entry.get("sha256") or "")
+        return (str(entry["path"]), str(entry.get("sha256") or ""),
+                [str(part) for part in entry.get("parts") or [entry["path"]]])
     if isinstance(model, str) and model.startswith("/"):
-        return model, ""
-    return "", ""
+        # A split set's part 1: the other parts, next to it, are inputs too.
+        folder = model.rsplit("/", 1)[0]
+        return model, "", ["%s/%s" % (folder, part) for part in split_parts(model.rsplit("/", 1)[1])]
+    return "", "", []
 
 
 def refused_extra_args(extra_args: Sequence[str]) -> List[str]:
@@ -124,6 +140,7 @@ def _instance_errors(where: str, instance: Mapping[str, Any], settings: Mapping[
                       "not ending in -health or -restart (it names the unit llama-server-<name>)." % (where, name))
     if not _int_in(instance.get("port"), 1, 65535):
         errors.append("%s.port=%r is not a TCP port: give a number from 1 to 65535." % (where, instance.get("port")))
+    errors += _environment_errors(where, instance.get("environment", {}))
     if not _model_path(instance.get("model"), models_files)[0]:
         known = ", ".join(sorted(models_files)) or "none: the models role has not run"
         errors.append("%s.model=%r is neither a models_list name (known: %s) nor an absolute path to a "
@@ -167,7 +184,7 @@ def _instance_errors(where: str, instance: Mapping[str, Any], settings: Mapping[
         if refused:
             errors.append("%s: extra arguments %s are set by the role: %s." % (
                 where, ", ".join(refused), "use the instance keys named there"))
-    errors += _gpu_errors(where, instance, settings)
+    errors += _gpu_errors(where, instance, settings, models_files)
     return errors
 
 
@@ -189,7 +206,8 @@ def settings_errors(settings: Mapping[str, Any]) -> List[str]:
     return errors
 
 
-def _gpu_errors(where: str, instance: Mapping[str, Any], settings: Mapping[str, Any]) -> List[str]:
+def _gpu_errors(where: str, instance: Mapping[str, Any], settings: Mapping[str, Any],
+                models_files: Mapping[str, Any]) -> List[str]:
     gpus = instance.get("gpus", [])
     gpu_count = settings["gpu_count"]
     if not isinstance(gpus, list) or not all(_int_in(gpu, 0, 63) for gpu in gpus) or len(set(gpus)) != len(gpus):
@@ -208,12 +226,65 @@ def _gpu_errors(where: str, instance: Mapping[str, Any], settings: Mapping[str, 
     elif split_mode != "none" and len(gpus) < 2:
         errors.append("%s.split_mode=%s splits across GPUs but gpus=%r lists fewer than two." % (
             where, split_mode, gpus))
+    if split_mode == "tensor":
+        errors += _tensor_errors(where, instance, settings, models_files)
     tensor_split = instance.get("tensor_split")
     if tensor_split is not None and (
             not isinstance(tensor_split, list) or len(tensor_split) != len(gpus) or len(gpus) < 2
             or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and x >= 0 for x in tensor_split)):
         errors.append("%s.tensor_split=%r must list one non-negative share per GPU in gpus=%r (e.g. [1, 1])." % (
             where, tensor_split, gpus))
+    return errors
+
+
+# Set by the role (CUDA_* from gpus, HOME and the CUDA cache in the unit): an instance cannot change them.
+ROLE_ENVIRONMENT = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "HOME", "CUDA_CACHE_PATH")
+
+
+def _environment_errors(where: str, environment: Any) -> List[str]:
+    """An instance's own environment (e.g. GGML_CUDA_DISABLE_GRAPHS: "1"): names and plain values only."""
+    if not isinstance(environment, Mapping):
+        return ["%s.environment=%r must be a mapping of variable names to values." % (where, environment)]
+    errors = []
+    for name, value in environment.items():
+        if not isinstance(name, str) or not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", name):
+            errors.append("%s.environment has %r, which is not a variable name." % (where, name))
+        elif name in ROLE_ENVIRONMENT:
+            errors.append("%s.environment sets %s, which the role sets (gpus for CUDA_VISIBLE_DEVICES and "
+                          "CUDA_DEVICE_ORDER): remove it." % (where, name))
+        elif name.startswith("LLAMA_ARG_") or name == "LLAMA_API_KEY":
+            # llama.cpp reads these as flags (common/arg.cpp set_env): they would pass what extra_args refuses,
+            # and a key here would sit in the unit, readable by every user.
+            errors.append("%s.environment sets %s, which llama-server reads as a command-line flag: use the "
+                          "instance's own keys, extra_args (checked) or api_key instead." % (where, name))
+        elif not isinstance(value, (str, int, float)) or isinstance(value, bool) or any(
+                ord(char) < 32 for char in str(value)):
+            errors.append("%s.environment.%s=%r must be a string or number without control characters "
+                          "(quote true/false as strings)." % (where, name, value))
+    return errors
+
+
+def _tensor_errors(where: str, instance: Mapping[str, Any], settings: Mapping[str, Any],
+                   models_files: Mapping[str, Any]) -> List[str]:
+    """What llama.cpp refuses at start with --split-mode tensor (docs/multi-gpu.md, section 4, at the pinned
+    commit), refused here before any change."""
+    errors = []
+    if not instance.get("flash_attention", settings["flash_attention"]):
+        errors.append("%s.split_mode=tensor needs flash attention, which is off: llama.cpp stops with "
+                      "\"SPLIT_MODE_TENSOR requires flash_attn to be enabled\". Set flash_attention: true, or "
+                      "split_mode: layer." % where)
+    quantized = [kind for kind in _cache_types(instance, settings) if kind not in TENSOR_KV_CACHE_TYPES]
+    if quantized:
+        errors.append("%s.split_mode=tensor cannot use a quantized KV cache (%s): llama.cpp does not implement "
+                      "it. Set kv_cache_type (and cache_type_k/cache_type_v) to f16, bf16 or f32, or use "
+                      "split_mode: layer." % (where, ", ".join(sorted(set(quantized)))))
+    model = instance.get("model")
+    gguf = (models_files.get(model) or {}).get("gguf") if isinstance(model, str) else None
+    architecture = (gguf or {}).get("architecture")
+    if architecture in TENSOR_UNSUPPORTED_ARCHITECTURES:
+        errors.append("%s.split_mode=tensor is not implemented for the %s architecture of model %s (llama.cpp "
+                      "stops with \"LLAMA_SPLIT_MODE_TENSOR not implemented\"). Use split_mode: layer." % (
+                          where, architecture, model))
     return errors
 
 
@@ -338,6 +409,7 @@ def _memory_plan(name: str, model: str, model_path: str, gpus: Sequence[int], se
         "gpus": list(gpus),
         "gpu_count": max(1, spread),
         "tensor_split": launch["tensor_split"],
+        "split_mode": "tensor" if launch["split_mode"] == "tensor" else "layer",
         "flash_attention": launch["flash_attention"],
         # llama.cpp runs micro-batches of at most the batch (src/llama-context.cpp: n_ubatch = min(n_batch, ...)).
         "ubatch": min(launch["ubatch_size"], launch["batch_size"]),
@@ -399,13 +471,14 @@ def plan_instances(instances: Sequence[Mapping[str, Any]], settings: Mapping[str
         errors += instance_errors
         if instance_errors:
             continue
-        model_path, model_sha256 = _model_path(instance["model"], models_files)
+        model_path, model_sha256, model_parts = _model_path(instance["model"], models_files)
         key_file = ("%s/%s.key" % (settings["config_dir"], instance["name"])
                     if instance.get("api_key") or settings["api_key_set"] else "")
         gpus = instance.get("gpus", [])
         visible = gpus or _default_gpus(settings)
         environment = {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": ",".join(map(str, visible))} \
             if settings["backend"] == "cuda" and visible else {}
+        environment.update({name: str(value) for name, value in instance.get("environment", {}).items()})
         host = instance.get("host", settings["host"])
         plans.append({
             "name": instance["name"],
@@ -416,12 +489,16 @@ def plan_instances(instances: Sequence[Mapping[str, Any]], settings: Mapping[str
             "host": host,
             "port": instance["port"],
             "health_url": health_url(host, instance["port"]),
+            # The health timer's 1-token completion (gpu_service), and /slots to tell a busy server from a hung one.
+            "deep_probe": {"url": health_url(host, instance["port"])[:-len("/health")] + "/v1/completions",
+                           "key_file": key_file,
+                           "busy_url": health_url(host, instance["port"])[:-len("/health")] + "/slots"},
             "launch": _launch(instance, settings, model_path, key_file),
             "sizing": _sizing(instance, settings),
             "environment": environment,
             "key_file": key_file,
             # What the server reads when it starts: one changed since restarts it (unit_freshness).
-            "inputs": [path for path in (key_file, model_path, settings["server_bin"]) if path],
+            "inputs": [path for path in [key_file] + model_parts + [settings["server_bin"]] if path],
             "restart_calendar": calendar,
         })
         plans[-1]["memory_plan"] = _memory_plan(instance["name"], instance["model"], model_path, gpus, settings,

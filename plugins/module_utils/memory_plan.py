@@ -284,6 +284,7 @@ class MemoryPlan:
     swa_full: bool
     swa_cells: int
     tensor_split: Optional[Tuple[float, ...]]
+    split_mode: str
     layers_per_gpu: int
     weights_mib: int
     kv_cache_mib: int
@@ -347,7 +348,7 @@ def plan_memory(name: str, *, layers: int, kv_heads: int, head_dim: int, weights
                 overhead_mib: int = DEFAULT_OVERHEAD_MIB,
                 safety_margin_mib: int = DEFAULT_SAFETY_MARGIN_MIB, layout: Optional[KvLayout] = None,
                 ubatch: int = DEFAULT_UBATCH, sequences_per_stream: int = 1, swa_full: bool = False,
-                tensor_split: Optional[Sequence[float]] = None) -> MemoryPlan:
+                tensor_split: Optional[Sequence[float]] = None, split_mode: str = "layer") -> MemoryPlan:
     """Size one llama.cpp instance (see the module docstring for the formula).
 
     context_per_slot is rounded up to a multiple of 256, as llama.cpp allocates it.
@@ -358,7 +359,9 @@ def plan_memory(name: str, *, layers: int, kv_heads: int, head_dim: int, weights
     gives them the whole context). sequences_per_stream is 1, or the slots
     of a unified cache (one stream). tensor_split (llama.cpp's -ts, one share
     per GPU) puts that share of the layers on each GPU; without it they are
-    spread evenly.
+    spread evenly. split_mode "tensor" splits every layer's weights and KV
+    cache instead (docs/multi-gpu.md at 0c1e57098): the busiest GPU holds the
+    largest share of each.
 
     Raises ValueError for a non-positive dimension, count or memory size and for
     an unknown kv_cache_type.
@@ -374,7 +377,12 @@ def plan_memory(name: str, *, layers: int, kv_heads: int, head_dim: int, weights
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise ValueError("%s must be zero or a positive whole number (got %r)" % (label, value))
     layout = layout or KvLayout(full_heads=layers * kv_heads)
-    layers_per_gpu = busiest_gpu_layers(layers, gpu_count, tensor_split)
+    if split_mode == "tensor":
+        # Every layer on every GPU, each holding its share of each tensor: counted as that share of the layers.
+        largest = _largest_share(gpu_count, tensor_split)
+        layers_per_gpu = -(-layers * largest.numerator // largest.denominator)
+    else:
+        layers_per_gpu = busiest_gpu_layers(layers, gpu_count, tensor_split)
     share = layers_per_gpu / layers
     weights_mib = _ceil_mib(weights_bytes * share)
     cells_per_slot = _pad_cells(context_per_slot)
@@ -392,11 +400,25 @@ def plan_memory(name: str, *, layers: int, kv_heads: int, head_dim: int, weights
         context_per_slot=context_per_slot, slots=slots, kv_cache_type=kv_cache_type, gpu_count=gpu_count,
         gpu_memory_mib=gpu_memory_mib, layout=layout, ubatch=ubatch, sequences_per_stream=sequences_per_stream,
         swa_full=swa_full, swa_cells=swa_cells if layout.swa_heads else 0,
-        tensor_split=tuple(tensor_split) if tensor_split else None, layers_per_gpu=layers_per_gpu,
+        tensor_split=tuple(tensor_split) if tensor_split else None, split_mode=split_mode,
+        layers_per_gpu=layers_per_gpu,
         weights_mib=weights_mib, kv_cache_mib=kv_cache_mib, compute_buffer_mib=compute_buffer_mib,
         overhead_mib=overhead_mib, safety_margin_mib=safety_margin_mib, required_mib=required,
         headroom_mib=gpu_memory_mib - required, fits=required <= gpu_memory_mib,
     )
+
+
+def _shares(gpu_count: int, tensor_split: Optional[Sequence[float]]) -> List[Fraction]:
+    shares = [Fraction(str(share)) for share in tensor_split] if tensor_split else [Fraction(1)] * gpu_count
+    if len(shares) != gpu_count or any(share < 0 for share in shares) or not sum(shares):
+        raise ValueError("tensor_split must give one non-negative share per GPU, not all 0 (got %r)" % (
+            list(tensor_split or ()),))
+    return shares
+
+
+def _largest_share(gpu_count: int, tensor_split: Optional[Sequence[float]]) -> Fraction:
+    shares = _shares(gpu_count, tensor_split)
+    return max(shares) / sum(shares)
 
 
 def busiest_gpu_layers(layers: int, gpu_count: int, tensor_split: Optional[Sequence[float]] = None) -> int:
@@ -406,10 +428,7 @@ def busiest_gpu_layers(layers: int, gpu_count: int, tensor_split: Optional[Seque
     without it; layer il goes to the first GPU whose cumulative share is above
     il / (n_layer + 1). So with two equal GPUs the first holds one layer more
     than half of an even count."""
-    shares = [Fraction(str(share)) for share in tensor_split] if tensor_split else [Fraction(1)] * gpu_count
-    if len(shares) != gpu_count or any(share < 0 for share in shares) or not sum(shares):
-        raise ValueError("tensor_split must give one non-negative share per GPU, not all 0 (got %r)" % (
-            list(tensor_split or ()),))
+    shares = _shares(gpu_count, tensor_split)
     total, running, points = sum(shares), Fraction(0), []
     for share in shares:
         running += share
@@ -428,7 +447,7 @@ def _replan(plan: MemoryPlan, **changes: Any) -> MemoryPlan:
         kv_cache_type=plan.kv_cache_type, gpu_count=plan.gpu_count, compute_buffer_mib=plan.compute_buffer_mib,
         overhead_mib=plan.overhead_mib, safety_margin_mib=plan.safety_margin_mib, layout=plan.layout,
         ubatch=plan.ubatch, sequences_per_stream=plan.sequences_per_stream, swa_full=plan.swa_full,
-        tensor_split=plan.tensor_split)
+        tensor_split=plan.tensor_split, split_mode=plan.split_mode)
     inputs.update(changes)
     return plan_memory(plan.name, **inputs)
 

@@ -132,7 +132,7 @@ def size_plan(plan: Mapping[str, Any], budget_mib: Optional[int], shared: str = 
             gpu_count=plan["gpu_count"], compute_buffer_mib=compute_buffer_mib, overhead_mib=plan["overhead_mib"],
             safety_margin_mib=plan["safety_margin_mib"], layout=shape.kv_layout if shape else None,
             ubatch=plan["ubatch"], sequences_per_stream=sequences, swa_full=plan["swa_full"],
-            tensor_split=plan["tensor_split"])
+            tensor_split=plan["tensor_split"], split_mode=plan["split_mode"])
 
     try:
         if choice is None:

@@ -22,6 +22,9 @@ MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 # A file name inside models_dir: no folders, no hidden files.
 FILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
 HF_REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+# llama.cpp's name for part N of a split GGUF set (llama_split_path in src/llama.cpp at the pinned commit:
+# "%s-%05d-of-%05d.gguf"); its loader finds parts 2..N next to part 1 by that name.
+SPLIT_PART = re.compile(r"^(?P<prefix>.+)-(?P<part>[0-9]{5})-of-(?P<count>[0-9]{5})\.gguf$")
 SOURCE_KEYS = ("url", "hf_repo", "controller_file")
 KNOWN_KEYS = frozenset(("name", "file", "url", "hf_repo", "hf_revision", "hf_file", "controller_file",
                         "sha256", "size_bytes"))
@@ -51,7 +54,9 @@ def _entry_errors(index: int, entry: Mapping[str, Any]) -> List[str]:
                       "or controller_file." % (where, name, " and ".join(sources) if sources else "no source"))
     sha256 = entry.get("sha256")
     needs_sha = bool(entry.get("url") or entry.get("hf_repo"))
-    if sha256 in (None, ""):
+    if _names_a_split_part(_source_name(entry)):
+        errors += _split_errors(where, name, entry, needs_sha)
+    elif sha256 in (None, ""):
         if needs_sha:
             errors.append("%s (%s) has no sha256: a download without a checksum is never done. Set sha256 "
                           "to the file's sha256 (`sha256sum FILE` of a copy you trust, or the SHA256 the "
@@ -76,19 +81,104 @@ def _entry_errors(index: int, entry: Mapping[str, Any]) -> List[str]:
     return errors
 
 
-def _file_name(entry: Mapping[str, Any]) -> str:
+def _names_a_split_part(file_name: str) -> bool:
+    """Named as a part of a split set (gguf-split names an unsplit file -00001-of-00001)."""
+    split = SPLIT_PART.match(file_name)
+    return bool(split) and (split.group("part"), split.group("count")) != ("00001", "00001")
+
+
+def _split_errors(where: str, name: Any, entry: Mapping[str, Any], needs_sha: bool) -> List[str]:
+    """What is wrong with an entry whose source names a part of a split GGUF set."""
+    split = SPLIT_PART.match(_source_name(entry))
+    part, count = int(split.group("part")), int(split.group("count"))
+    if not 1 <= part <= count:
+        return ["%s (%s) names %s, which is not a part of a split GGUF set: check the file name." % (
+            where, name, split.group(0))]
+    if part != 1:
+        return ["%s (%s) names part %d of a split GGUF set: name part 1 (%s-00001-of-%05d.gguf); the entry "
+                "fetches all %d parts and llama.cpp loads them from part 1." % (
+                    where, name, part, split.group("prefix"), count, count)]
+    if entry.get("size_bytes") is not None:
+        return ["%s (%s) is a split GGUF set with size_bytes: leave it out (each part's size is asked of its "
+                "server)." % (where, name)]
     if entry.get("file"):
-        return str(entry["file"])
+        return ["%s (%s) is a split GGUF set with file=%r: leave file out. llama.cpp finds parts 2..%d by part 1's "
+                "name, so the parts keep their own names." % (where, name, entry["file"], count)]
+    sha256 = entry.get("sha256")
+    if sha256 in (None, "", []) and not needs_sha:
+        return []
+    if (not isinstance(sha256, list) or len(sha256) != count
+            or not all(isinstance(value, str) and SHA256.match(value) for value in sha256)):
+        return ["%s (%s) is a split GGUF set of %d parts: set sha256 to a list of %d sha256s (64 lowercase hex "
+                "digits each), one per part in order, not %r." % (where, name, count, count, sha256)]
+    return []
+
+
+def split_parts(file_name: str) -> List[str]:
+    """The file names of a split GGUF set named by its part 1 (one name when it is not one)."""
+    split = SPLIT_PART.match(file_name)
+    count = int(split.group("count")) if split else 1
+    if count < 2 or split.group("part") != "00001":
+        return [file_name]
+    return ["%s-%05d-of-%05d.gguf" % (split.group("prefix"), part, count) for part in range(1, count + 1)]
+
+
+def _source_name(entry: Mapping[str, Any]) -> str:
     source = entry.get("url") or entry.get("hf_file") or entry.get("controller_file") or ""
     return posixpath.basename(str(source).split("?", 1)[0])
+
+
+def _file_name(entry: Mapping[str, Any]) -> str:
+    return str(entry["file"]) if entry.get("file") else _source_name(entry)
+
+
+def _sibling(source: str, part_1: str, part: str) -> str:
+    """The source (URL, Hugging Face file or controller path) of `part`, next to part 1's."""
+    path, question, query = source.partition("?")
+    return path[:len(path) - len(part_1)] + part + question + query
+
+
+def _orders(entry: Mapping[str, Any], file_name: str, models_dir: str, hf_endpoint: str) -> List[Dict[str, Any]]:
+    """One order per file: one, or every part of a split set (each its own URL, sha256 and stamp)."""
+    parts = split_parts(_source_name(entry))
+    split = len(parts) > 1
+    parts = parts if split else [file_name]
+    sums = entry.get("sha256") or ([""] * len(parts) if split else "")
+    orders = []
+    for index, part in enumerate(parts):
+        source = {key: _sibling(str(entry[key]), file_name, part) if split else str(entry[key])
+                  for key in ("url", "hf_file", "controller_file") if entry.get(key)}
+        if "url" in source:
+            kind, url = "url", source["url"]
+        elif "hf_file" in source:
+            kind = "hf"
+            url = hf_resolve_url(hf_endpoint, str(entry["hf_repo"]), str(entry.get("hf_revision") or "main"),
+                                 source["hf_file"])
+        else:
+            kind, url = "controller", ""
+        orders.append({
+            "name": "%s (part %d of %d)" % (entry["name"], index + 1, len(parts)) if split else entry["name"],
+            "model": entry["name"],
+            "part": index + 1,
+            "file": part,
+            "path": posixpath.join(models_dir, part),
+            "source": kind,
+            "url": url,
+            "controller_file": source.get("controller_file", ""),
+            "sha256": str((sums[index] if split else sums) or ""),
+            "size_bytes": None if split else entry.get("size_bytes"),
+        })
+    return orders
 
 
 def fetch_plan(models: Sequence[Mapping[str, Any]], models_dir: str, hf_endpoint: str) -> Dict[str, Any]:
     """models_list -> {"models": [order, ...], "errors": [message, ...]}.
 
-    An order: name, file, path, source (url | hf | controller), url (url and
-    hf), controller_file, sha256 ("" for a controller file without one: the
-    role hashes it on the controller), size_bytes (None when unknown).
+    An order: name (the entry's; "<name> (part N of M)" for each part of a
+    split GGUF set), model (the entry's name), part (1 for a single file),
+    file, path, source (url | hf | controller), url (url and hf),
+    controller_file, sha256 ("" for a controller file without one: the role
+    hashes it on the controller), size_bytes (None when unknown).
     """
     errors: List[str] = []
     orders: List[Dict[str, Any]] = []
@@ -106,24 +196,7 @@ def fetch_plan(models: Sequence[Mapping[str, Any]], models_dir: str, hf_endpoint
         errors += entry_errors
         if entry_errors:
             continue
-        if entry.get("url"):
-            source, url = "url", str(entry["url"])
-        elif entry.get("hf_repo"):
-            source = "hf"
-            url = hf_resolve_url(hf_endpoint, str(entry["hf_repo"]), str(entry.get("hf_revision") or "main"),
-                                 str(entry["hf_file"]))
-        else:
-            source, url = "controller", ""
-        orders.append({
-            "name": entry["name"],
-            "file": file_name,
-            "path": posixpath.join(models_dir, file_name),
-            "source": source,
-            "url": url,
-            "controller_file": str(entry.get("controller_file") or ""),
-            "sha256": str(entry.get("sha256") or ""),
-            "size_bytes": entry.get("size_bytes"),
-        })
+        orders += _orders(entry, file_name, models_dir, hf_endpoint)
     for key, label in (("name", "name"), ("file", "file")):
         seen: Dict[str, int] = {}
         for order in orders:
@@ -131,6 +204,28 @@ def fetch_plan(models: Sequence[Mapping[str, Any]], models_dir: str, hf_endpoint
         errors += ["models_list has %d entries with %s %r: each needs its own." % (count, label, value)
                    for value, count in sorted(seen.items()) if count > 1]
     return {"models": orders if not errors else [], "errors": errors}
+
+
+def models_files(orders: Sequence[Mapping[str, Any]], results: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
+    """The models role's hand-over to later roles: model name -> path (part 1 of a split set, which llama.cpp
+    loads), sha256 (part 1's), source, verified (every part), size (the parts' sum; None until every part is
+    there), gguf (part 1's summary), parts (every file's path).
+
+    `orders` are fetch_plan's (every planned file, fetched or not: check mode on a new host plans the later
+    roles with what a real run would fetch); `results` are model_files' by order name.
+    """
+    by_name = {result["name"]: result for result in results}
+    files: Dict[str, Any] = {}
+    for order in orders:
+        state = by_name.get(order["name"], {})
+        model = files.setdefault(order["model"], {
+            "path": order["path"], "sha256": order["sha256"], "source": order["source"], "verified": True,
+            "size": 0, "gguf": state.get("gguf"), "parts": []})
+        model["parts"].append(order["path"])
+        model["verified"] = model["verified"] and bool(state.get("up_to_date"))
+        size = state.get("size")
+        model["size"] = None if size is None or model["size"] is None else model["size"] + size
+    return files
 
 
 def stamp_matches(stamp: Optional[Mapping[str, Any]], sha256: str, size: int, mtime_ns: int) -> bool:

@@ -11,13 +11,15 @@ description:
     written after the file hashed to its sha256). A file whose stamp matches is up to date without being hashed again.
   - With I(record=true), hashes every file whose stamp does not match and writes its stamp; a file whose sha256
     differs from the one asked for fails the module (nothing is stamped for it).
-  - Reads the GGUF header (architecture, layers, heads, context length, quantization) of up-to-date C(.gguf) files.
+  - Reads the GGUF header (architecture, layers, heads, context length, quantization) of up-to-date C(.gguf) files
+    (part 1 only of a split set).
   - Also reports the free space of the file system the first model's folder is (or will be) on.
 options:
   models:
     description:
       - The files, as the models role plans them. Each needs C(name) and C(path) (absolute); C(sha256) is the
-        sha256 the file must have (empty takes the file's own). Other keys are ignored.
+        sha256 the file must have (empty takes the file's own); C(part) is the file's part number in a split GGUF
+        set (1 when absent; only part 1 has metadata to read). Other keys are ignored.
     type: list
     elements: dict
     required: true
@@ -188,7 +190,8 @@ def check_one(module, spec, record):
     if stamped:
         # Nothing continues it: model_files reports it as a leftover.
         result["partial_bytes"] = 0
-    if stamped and path.endswith(".gguf"):
+    # Parts 2..N of a split set carry tensors only; llama.cpp reads the metadata from part 1.
+    if stamped and path.endswith(".gguf") and spec["part"] == 1:
         result["gguf"] = gguf_summary(module, path)
     return result, wrote
 
@@ -206,7 +209,8 @@ def main():
     for index, model in enumerate(module.params["models"]):
         if not model.get("name") or not str(model.get("path", "")).startswith("/"):
             module.fail_json(msg="models[%d] needs a name and an absolute path (got %r)." % (index, model))
-        specs.append(dict(name=str(model["name"]), path=str(model["path"]), sha256=str(model.get("sha256") or "")))
+        specs.append(dict(name=str(model["name"]), path=str(model["path"]), sha256=str(model.get("sha256") or ""),
+                          part=int(model.get("part") or 1)))
     results, changed = [], False
     for spec in specs:
         result, wrote = check_one(module, spec, module.params["record"])

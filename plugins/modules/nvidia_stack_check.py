@@ -240,6 +240,13 @@ options:
         description: llama.cpp's C(--tensor-split), one share per GPU; the busiest GPU holds the largest share.
         type: list
         elements: float
+      split_mode:
+        description:
+          - C(layer) (whole layers per GPU, also for C(row) and C(none)) or C(tensor) (every layer's weights and KV
+            cache split across the GPUs by O(memory_plans[].tensor_split)).
+        type: str
+        default: layer
+        choices: [layer, tensor]
       sequences_per_stream:
         description:
           - Sequences sharing one KV stream; 1, or the slots of a unified cache (C(--kv-unified)), which then
@@ -390,7 +397,7 @@ import os
 import platform
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.gguf_metadata import GGUFError, read_gguf_metadata
+from ansible.module_utils.gguf_metadata import GGUFError, read_gguf_metadata, split_paths
 from ansible.module_utils.host_readiness import readiness_warnings
 from ansible.module_utils.memory_plan import (
     DEFAULT_OVERHEAD_MIB,
@@ -448,6 +455,7 @@ MEMORY_PLAN_SPEC = dict(
     kv_unified=dict(type="bool", default=False),
     swa_full=dict(type="bool", default=False),
     tensor_split=dict(type="list", elements="float"),
+    split_mode=dict(type="str", default="layer", choices=["layer", "tensor"]),
     overhead_mib=dict(type="int", default=DEFAULT_OVERHEAD_MIB),
     safety_margin_mib=dict(type="int", default=DEFAULT_SAFETY_MARGIN_MIB),
 )
@@ -495,8 +503,10 @@ def read_shapes(specs):
             plan["missing"] = True
         elif path:
             try:
-                plan["shape"] = shape_from_gguf(read_gguf_metadata(path, max_array_items=0))
-                plan["weights_bytes"] = os.path.getsize(path)
+                gguf = read_gguf_metadata(path, max_array_items=0)
+                plan["shape"] = shape_from_gguf(gguf)
+                # A split set's weights are in all its parts.
+                plan["weights_bytes"] = sum(os.path.getsize(part) for part in split_paths(path, gguf))
             except (GGUFError, ValueError, OSError) as error:
                 plan["unreadable"] = str(error)
         plans.append(plan)

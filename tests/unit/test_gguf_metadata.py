@@ -16,6 +16,7 @@ from ansible.module_utils.gguf_metadata import (
     model_summary,
     quantization_name,
     read_gguf_metadata,
+    split_paths,
 )
 from conftest import FIXTURES
 
@@ -301,3 +302,36 @@ def test_summary_needs_an_architecture():
 ])
 def test_quantization_names_follow_llama_ftype(file_type, name):
     assert quantization_name(file_type) == name
+
+
+# --- split sets (llama-gguf-split writes split.no and split.count as u16, split.tensors.count as i32) ---------
+
+
+def split_kvs(number, count, tensors=272):
+    return [("split.no", "u16", number), ("split.count", "u16", count), ("split.tensors.count", "i32", tensors)]
+
+
+def test_a_single_file_is_its_own_set():
+    gguf = read_gguf_metadata(io.BytesIO(build_gguf(llama_kvs())))
+    assert split_paths("/srv/models/m.gguf", gguf) == ["/srv/models/m.gguf"]
+
+
+def test_part_1_names_every_part_as_llama_cpp_finds_them():
+    gguf = read_gguf_metadata(io.BytesIO(build_gguf(llama_kvs() + split_kvs(0, 3))))
+    assert split_paths("/m/Q-00001-of-00003.gguf", gguf) == ["/m/Q-0000%d-of-00003.gguf" % n for n in (1, 2, 3)]
+
+
+def test_a_part_other_than_1_or_a_misnamed_part_1_is_refused():
+    later = read_gguf_metadata(io.BytesIO(build_gguf(split_kvs(1, 3))))
+    with pytest.raises(GGUFError, match="is part 2 of a split set of 3 files: llama.cpp loads a split model from "
+                                        "its part 1"):
+        split_paths("/m/Q-00002-of-00003.gguf", later)
+    first = read_gguf_metadata(io.BytesIO(build_gguf(llama_kvs() + split_kvs(0, 3))))
+    with pytest.raises(GGUFError, match="not named as its part 1"):
+        split_paths("/m/renamed.gguf", first)
+
+
+def test_a_split_count_without_split_no_is_refused_as_llama_cpp_does():
+    gguf = read_gguf_metadata(io.BytesIO(build_gguf(llama_kvs() + [("split.count", "u16", 2)])))
+    with pytest.raises(GGUFError, match="has no split.no, which llama.cpp requires"):
+        split_paths("/m/Q-00001-of-00002.gguf", gguf)

@@ -71,7 +71,7 @@ def test_the_memory_plan_takes_the_context_per_slot_and_the_larger_cache_type():
     assert instance["memory_plan"] == {
         "name": "llama_server_instances a (qwen)", "gguf_path": "/srv/models/qwen.gguf",
         "context_per_slot": 5462, "slots": 3, "kv_cache_type": "q8_0", "gpus": [0], "gpu_count": 1,
-        "tensor_split": None, "flash_attention": True, "ubatch": 512, "swa_full": False}
+        "tensor_split": None, "split_mode": "layer", "flash_attention": True, "ubatch": 512, "swa_full": False}
 
 
 def test_an_instance_without_gpus_is_planned_over_every_serving_gpu():
@@ -309,3 +309,54 @@ def test_a_split_always_names_its_shares():
     assert "--tensor-split" not in alone["argv"]
     assert "-mg (set gpus and split_mode instead)" in plan(
         [{"name": "a", "model": "qwen", "port": 1, "extra_args": ["-mg", "1"]}])["errors"][0]
+
+
+TENSOR = {"name": "big", "model": "qwen", "port": 8081, "gpus": [0, 1], "split_mode": "tensor"}
+
+
+def test_tensor_split_mode_passes_its_mode_and_equal_shares_to_llama_cpp_and_the_memory_plan():
+    result = plan([TENSOR])
+    assert result["errors"] == []
+    instance = result["instances"][0]
+    argv = instance["argv"]
+    assert argv[argv.index("--split-mode") + 1] == "tensor" and argv[argv.index("--tensor-split") + 1] == "1,1"
+    assert argv[argv.index("--fit") + 1] == "off" and argv[argv.index("--flash-attn") + 1] == "on"
+    assert instance["memory_plan"]["split_mode"] == "tensor"
+
+
+@pytest.mark.parametrize(("changes", "models", "expected"), [
+    ({"flash_attention": False}, MODELS,
+     "llama_server_instances[0] (big).split_mode=tensor needs flash attention, which is off"),
+    ({"kv_cache_type": "q8_0"}, MODELS, "cannot use a quantized KV cache (q8_0)"),
+    ({"cache_type_v": "q4_0"}, MODELS, "cannot use a quantized KV cache (q4_0)"),
+    ({}, {"qwen": dict(MODELS["qwen"], gguf={"architecture": "deepseek2"})},
+     "split_mode=tensor is not implemented for the deepseek2 architecture of model qwen"),
+])
+def test_tensor_split_mode_is_refused_where_llama_cpp_would_stop_at_start(changes, models, expected):
+    result = planned([dict(TENSOR, **changes)], llama_server_settings(), models)
+    assert result["instances"] == [] and any(expected in error for error in result["errors"]), result["errors"]
+
+
+def test_an_architecture_llama_cpp_splits_by_tensor_is_accepted():
+    models = {"qwen": dict(MODELS["qwen"], gguf={"architecture": "qwen2"})}
+    assert planned([TENSOR], llama_server_settings(), models)["errors"] == []
+
+
+def test_an_instance_environment_reaches_its_unit_and_cannot_override_the_role():
+    result = plan([{"name": "a", "model": "qwen", "port": 8081, "gpus": [0],
+                    "environment": {"GGML_CUDA_DISABLE_GRAPHS": 1}}])
+    assert result["instances"][0]["environment"] == {
+        "CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": "0", "GGML_CUDA_DISABLE_GRAPHS": "1"}
+    for environment, expected in (({"CUDA_VISIBLE_DEVICES": "1"}, "sets CUDA_VISIBLE_DEVICES, which the role sets"),
+                                  ({"1BAD": "x"}, "'1BAD', which is not a variable name"),
+                                  ({"X": True}, "environment.X=True must be a string or number"),
+                                  ({"LLAMA_ARG_MAIN_GPU": "1"}, "sets LLAMA_ARG_MAIN_GPU, which llama-server reads"),
+                                  ({"LLAMA_API_KEY": "k"}, "sets LLAMA_API_KEY, which llama-server reads"),
+                                  (["X=1"], "must be a mapping")):
+        errors = plan([{"name": "a", "model": "qwen", "port": 8081, "environment": environment}])["errors"]
+        assert any(expected in error for error in errors), errors
+
+
+def test_an_absolute_split_part_1_restarts_the_server_when_any_part_changes():
+    instance = plan([{"name": "a", "model": "/data/Q-00001-of-00002.gguf", "port": 8081}])["instances"][0]
+    assert {"/data/Q-00001-of-00002.gguf", "/data/Q-00002-of-00002.gguf"} <= set(instance["inputs"])

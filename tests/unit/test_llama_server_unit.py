@@ -30,19 +30,28 @@ def cuda_unit():
                   __llama_server_build_dir="/opt/llama.cpp/b1-abc", __llama_server_backend="cuda")
 
 
+GPU_SERVICE = {"gpu_service_restart_delay": 10, "gpu_service_start_limit_burst": 5,
+               "gpu_service_health_timeout": 10, "gpu_service_deep_probe_every": 5,
+               "gpu_service_deep_probe_timeout": 60, "gpu_service_on_failure_command": []}
+
+
+def drop_in(device_nodes=True, **item):
+    return render("gpu-sandbox.conf.j2", gpu_service_device_nodes=device_nodes, item=item, **GPU_SERVICE)
+
+
 def test_a_cuda_instance_waits_for_the_device_nodes_and_sees_its_gpu():
     unit = cuda_unit()
-    drop_in = render("gpu-sandbox.conf.j2", gpu_service_device_nodes=True)
-    assert "After=nvidia-persistenced.service nvidia-device-nodes.service" in drop_in
-    assert "Wants=nvidia-device-nodes.service" in drop_in
-    assert "nvidia-device-nodes" not in render("gpu-sandbox.conf.j2", gpu_service_device_nodes=False)
+    drop_in_text = drop_in()
+    assert "After=nvidia-persistenced.service nvidia-device-nodes.service" in drop_in_text
+    assert "Wants=nvidia-device-nodes.service" in drop_in_text
+    assert "nvidia-device-nodes" not in drop_in(device_nodes=False)
     assert 'Environment="CUDA_VISIBLE_DEVICES=1"' in unit
     assert 'Environment="CUDA_DEVICE_ORDER=PCI_BUS_ID"' in unit
     assert "ExecStartPre" not in unit
 
 
 def test_the_device_policy_names_the_nvidia_majors_of_every_driver_branch():
-    unit = render("gpu-sandbox.conf.j2", gpu_service_device_nodes=True)
+    unit = drop_in()
     assert "PrivateDevices=" not in unit
     for line in ("DevicePolicy=closed", "DeviceAllow=char-nvidia-frontend rw", "DeviceAllow=char-nvidia rw",
                  "DeviceAllow=char-nvidiactl rw", "DeviceAllow=char-nvidia-uvm rw"):
@@ -62,3 +71,33 @@ def test_the_device_node_unit_makes_a_node_per_gpu():
     assert "ExecStart=/usr/bin/nvidia-modprobe -c=255 -c=0 -c=1\n" in unit
     assert "ConditionPathIsExecutable=/usr/bin/nvidia-modprobe" in unit
     assert "RemainAfterExit=yes" in unit
+
+
+def test_restarts_back_off_and_end_failed_with_a_report():
+    lines = drop_in(start_timeout=900).splitlines()
+    # 5 starts of at most 900 s each, 10 s apart (+30 s for the stop): a model that cannot load ends failed.
+    for line in ("StartLimitIntervalSec=4700", "StartLimitBurst=5", "OnFailure=v100-llm-failed@%n.service",
+                 "Restart=on-failure", "RestartSec=10"):
+        assert line in lines, line
+    assert "Restart=" not in cuda_unit()
+    report = render("failed.service.j2", **dict(GPU_SERVICE, gpu_service_on_failure_command=["/usr/local/bin/tell",
+                                                                                             "gpu team"]))
+    assert ("ExecStart=/usr/local/libexec/v100-llm/service-health failed %i --state-dir /var/lib/v100-llm/failed"
+            in report.splitlines())
+    assert 'ExecStart=/usr/local/bin/tell "gpu team" %i' in report.splitlines()
+    assert report.count("ExecStart=") == 2
+    assert render("failed.service.j2", **GPU_SERVICE).count("ExecStart=") == 1
+
+
+def test_the_health_probe_of_a_keyed_instance_gets_a_deep_probe_with_the_key_as_a_credential():
+    settings = llama_server_settings(api_key_set=True)
+    instance = planned([{"name": "coder", "model": "/srv/models/m.gguf", "port": 8081}], settings)["instances"][0]
+    item = dict(instance, health_interval="1min", health_failures=3)
+    lines = render("health.service.j2", item=item, **GPU_SERVICE).splitlines()
+    [start] = [line for line in lines if line.startswith("ExecStart=")]
+    assert start.endswith("--deep-url http://127.0.0.1:8081/v1/completions --deep-every 5 --deep-timeout 60 "
+                          "--key-credential api-key --busy-url http://127.0.0.1:8081/slots")
+    assert "LoadCredential=api-key:%s" % instance["key_file"] in lines
+    assert "TimeoutStartSec=100" in lines
+    unprobed = render("health.service.j2", item=item, **dict(GPU_SERVICE, gpu_service_deep_probe_every=0))
+    assert "--deep-url" not in unprobed and "LoadCredential" not in unprobed

@@ -157,6 +157,18 @@ def test_layers_split_across_gpus_size_the_busiest_gpu():
     assert uneven.kv_cache_mib == 12  # 8 of 30 layers of 45 MiB
 
 
+def test_tensor_split_puts_the_largest_share_of_every_layer_on_the_busiest_gpu():
+    # --split-mode tensor splits each layer's weights and KV cache: half of each on two equal GPUs (32 of 64
+    # layers' worth), not the 33 whole layers the layer split gives the first.
+    even = qwen_plan(gpu_count=2, split_mode="tensor")
+    assert even.layers_per_gpu == 32 and even.split_mode == "tensor"
+    assert even.kv_cache_mib * 2 == qwen_plan().kv_cache_mib
+    three_to_one = qwen_plan(gpu_count=2, split_mode="tensor", tensor_split=[3, 1])
+    assert three_to_one.layers_per_gpu == 48
+    too_long = qwen_plan(gpu_count=2, split_mode="tensor", context_per_slot=131072, slots=2)
+    assert "add GPUs: gpu_count=3" in too_long.refusal().message()
+
+
 def test_refusal_says_which_knob_to_lower_with_numbers():
     plan = qwen_plan(context_per_slot=32768, slots=2)
     assert not plan.fits

@@ -10,6 +10,7 @@ import model_files
 import pytest
 from ansible.module_utils.testing import patch_module_args
 from conftest import FIXTURES
+from test_gguf_metadata import build_gguf, split_kvs
 
 PREFIX = FIXTURES / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf-metadata-prefix"
 PREFIX_SHA = "cd2d87a25589b59f222688858608478fd7ed55b0cefdc3e96076591029713ce4"
@@ -105,3 +106,13 @@ def test_other_files_are_verified_without_metadata(tmp_path, capsys):
     result = run(capsys, {"models": [{"name": "cfg", "path": str(other)}], "record": True})
     assert result["models"][0]["sha256"] == hashlib.sha256(b"{}").hexdigest()
     assert result["models"][0]["gguf"] is None
+
+
+def test_parts_after_the_first_of_a_split_set_are_verified_without_metadata(tmp_path, capsys):
+    # Part 2 of a split set made by llama-gguf-split carries only split.* keys: no general.architecture.
+    part_2 = tmp_path / "Q-00002-of-00002.gguf"
+    part_2.write_bytes(build_gguf(split_kvs(1, 2)))
+    result = run(capsys, {"models": [{"name": "q (part 2 of 2)", "path": str(part_2), "part": 2}], "record": True})
+    assert result["models"][0]["up_to_date"] is True and result["models"][0]["gguf"] is None
+    failed = run(capsys, {"models": [{"name": "q", "path": str(part_2)}], "record": True}, expect_failure=True)
+    assert "no general.architecture" in failed["msg"]

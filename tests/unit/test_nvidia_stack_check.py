@@ -15,6 +15,7 @@ from ansible.module_utils.memory_plan import (
     plan_memory,
 )
 from conftest import FIXTURES
+from test_gguf_metadata import build_gguf, llama_kvs, split_kvs
 
 SMOLLM2_PREFIX = FIXTURES / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf-metadata-prefix"
 
@@ -142,6 +143,20 @@ def test_gguf_not_downloaded_yet_skips_the_plan_with_a_warning(capsys, tmp_path)
     assert result["readiness_warnings"] == ["Memory plan later skipped: %s does not exist yet (the models stage "
                                             "fetches it); sized on the next run." % missing]
     assert emitted_warnings(result) == result["readiness_warnings"]
+
+
+def test_a_split_set_is_sized_with_the_weights_of_all_its_parts(capsys, tmp_path):
+    part_1 = tmp_path / "Q-00001-of-00002.gguf"
+    part_1.write_bytes(build_gguf(llama_kvs() + split_kvs(0, 2)))
+    plan = {"name": "split", "gguf_path": str(part_1), "context_per_slot": 4096}
+    code, result = run(capsys, module_args(memory_plans=[plan]))
+    assert code == 1 and "- memory_plans=split cannot read gguf_path" in result["msg"]
+    assert "Q-00002-of-00002.gguf" in result["msg"]
+    (tmp_path / "Q-00002-of-00002.gguf").write_bytes(build_gguf(split_kvs(1, 2)) + bytes(3 * 1048576))
+    code, result = run(capsys, module_args(memory_plans=[plan]))
+    assert code == 0, result
+    assert result["memory_plans"][0]["weights_bytes"] == sum(
+        path.stat().st_size for path in tmp_path.iterdir()) > 3 * 1048576
 
 
 def test_a_file_that_is_not_gguf_is_refused(capsys):

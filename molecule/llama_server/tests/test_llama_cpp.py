@@ -12,7 +12,7 @@ import pytest
 PREFIX = "/opt/llama.cpp"
 CURRENT = PREFIX + "/current"
 COMMIT = "0c1e57098bba43ac29e6e3b677cdceebdd22334f"
-TARGETS = ["llama-server", "llama-cli", "llama-bench", "llama-quantize"]
+TARGETS = ["llama-server", "llama-cli", "llama-bench", "llama-quantize", "llama-gguf-split"]
 
 
 def _stamp(host):
@@ -58,6 +58,7 @@ def test_llama_server_reports_the_commit(host):
     ("llama-bench", "--help", 0),
     # llama-quantize prints its usage and exits 1 on --help (as with no arguments).
     ("llama-quantize", "--help", 1),
+    ("llama-gguf-split", "--help", 0),
 ])
 def test_the_other_tools_run(host, name, args, rc):
     shown = host.run(f"{CURRENT}/bin/{name} {args}")

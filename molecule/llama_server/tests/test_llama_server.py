@@ -4,7 +4,8 @@ under systemd, sandboxed, keyed, health-checked and restarted on schedule.
 
 Instances (converge.yml): chat on 127.0.0.1:8081 with an API key (2 slots,
 -c 2048), mini on 127.0.0.1:8082 without one (4 slots: auto's choice after
-converge, fixed by side_effect.yml).
+converge, fixed by side_effect.yml, which also gives it the model split in
+two parts).
 """
 import json
 import time
@@ -85,10 +86,14 @@ def test_metrics_are_on_behind_the_key(host):
     assert http(host, "GET", f"{CHAT}/metrics")[0] == 401
 
 
-def test_the_instance_without_a_key_serves_its_own_model(host):
+def test_the_instance_without_a_key_serves_the_split_set_as_one_model(host):
     status, answer = http(host, "GET", f"{MINI}/v1/models")
     assert status == 200
-    assert [model["id"] for model in json.loads(answer)["data"]] == ["smollm2-hf"]
+    [model] = json.loads(answer)["data"]
+    assert model["id"] == "smollm2-split"
+    # Every tensor of both parts loaded: the parameter count of the whole model (GGUF tensor infos of the
+    # unsplit file: tests/unit/test_gguf_metadata.py).
+    assert model["meta"]["n_params"] == 134515008
 
 
 def test_four_requests_are_served_at_once_on_four_slots(host):
@@ -217,3 +222,38 @@ def test_the_health_timer_restarts_a_server_that_stopped_answering(host):
     assert wait_for(lambda: main_pid(host, "llama-server-mini") not in (0, before)
                     and host.service("llama-server-mini").is_running, 90)
     assert wait_for(lambda: healthy(host, MINI), 60)
+
+
+def test_the_health_probe_also_asks_for_a_token_with_the_key(host):
+    """Every 5th probe (and every one after a failure) is a 1-token completion: /health answers 200 while a
+    stuck generation does not. chat has a key: systemd hands it to the probe as a credential."""
+    command = host.check_output("systemctl show -p ExecStart --value llama-server-chat-health.service")
+    assert "--deep-url http://127.0.0.1:8081/v1/completions" in command and "--key-credential api-key" in command
+    host.run("rm -f /run/v100-llm-health/llama-server-chat.service.probes")
+    started = host.run("systemctl start llama-server-chat-health.service")
+    assert started.rc == 0, host.run("journalctl --no-pager -u llama-server-chat-health.service -n 5").stdout
+    assert "deep probe, 1-token completion: HTTP 200" in host.check_output(
+        "journalctl --no-pager -u llama-server-chat-health.service -n 5")
+
+
+def test_a_model_that_cannot_load_ends_failed_after_the_back_off_and_is_reported(host):
+    """Failed starts 10 s apart (RestartSec) until StartLimitBurst=5 is reached, then failed, and OnFailure=
+    reports it. mini's model is the split set: its part 2 made unreadable is a model that cannot load. Each start
+    ends when llama-server exits (the ExecStartPost wait watches $MAINPID), not at the 900 s start timeout.
+    systemd 252 counts the last, refused, restart too: NRestarts=5."""
+    part_2 = "/srv/models/smollm2-split-00002-of-00002.gguf"
+    host.run("systemctl reset-failed llama-server-mini && rm -f /var/lib/v100-llm/failed/llama-server-mini.service.json")
+    try:
+        host.run(f"chmod 000 {part_2}")
+        host.run("systemctl restart --no-block llama-server-mini")
+        assert wait_for(lambda: host.check_output(
+            "systemctl show -p ActiveState --value llama-server-mini") == "failed", 240)
+        assert host.check_output("systemctl show -p NRestarts --value llama-server-mini") == "5"
+        assert "llama-server-mini.service ended failed: its start limit was reached (NRestarts=5" in \
+            host.check_output("journalctl --no-pager -u v100-llm-failed@llama-server-mini.service.service -n 5")
+        report = json.loads(host.file("/var/lib/v100-llm/failed/llama-server-mini.service.json").content_string)
+        assert report["unit"] == "llama-server-mini.service" and report["NRestarts"] == "5"
+    finally:
+        host.run(f"chmod 644 {part_2}")
+        host.run("systemctl reset-failed llama-server-mini && systemctl start llama-server-mini")
+    assert wait_for(lambda: healthy(host, MINI), 120)
