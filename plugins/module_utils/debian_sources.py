@@ -70,10 +70,11 @@ def empty_indexes(release: str) -> Set[str]:
 
 
 def release_components(release: str) -> List[str]:
-    """The Components: a Release/InRelease file offers."""
+    """The Components: a Release/InRelease file offers. Debian's security archive still names them
+    "updates/main ..." while its indexes are "main/binary-amd64/Packages": the last part is the component."""
     for line in release.splitlines():
         if line.startswith("Components:"):
-            return line.split(":", 1)[1].split()
+            return [component.rsplit("/", 1)[-1] for component in line.split(":", 1)[1].split()]
     return []
 
 

@@ -96,3 +96,15 @@ def test_a_component_the_suite_does_not_offer_is_not_waited_for():
     releases = dict(RELEASES, **{"deb.debian.org_debian_dists_bookworm_InRelease": "Components: main contrib\n"})
     assert unread_suites(INDEXES, lists, releases, SUITES) == []
     assert release_components(UPDATES_RELEASE) == ["main", "contrib", "non-free-firmware", "non-free"]
+
+
+def test_the_security_archive_components_count_by_their_last_part():
+    # deb.debian.org/debian-security/dists/bookworm-security/InRelease, fetched 2026-12-02: the components carry
+    # "updates/", the index paths do not (" ... 38710 non-free/binary-amd64/Packages").
+    release = "Components: updates/main updates/contrib updates/non-free-firmware updates/non-free\n"
+    assert release_components(release) == ["main", "contrib", "non-free-firmware", "non-free"]
+    targets = [("bookworm-security", "non-free",
+                "/var/lib/apt/lists/deb.debian.org_debian-security_dists_bookworm-security_non-free_binary-amd64_Packages",
+                "non-free/binary-amd64/Packages")]
+    releases = {"deb.debian.org_debian-security_dists_bookworm-security_InRelease": release}
+    assert unread_suites(targets, [], releases, ["bookworm-security"]) == ["bookworm-security"]
