@@ -85,6 +85,9 @@ def _errors(settings: Mapping[str, Any]) -> List[str]:
     served = str(settings.get("served_model_name") or "")
     if served and not SERVED_NAME.match(served):
         errors.append("vllm_server_served_model_name=%s must be letters, digits and . _ : / -" % served)
+    elif model and not served and not SERVED_NAME.match(default_served_name(model)):
+        errors.append("vllm_server_served_model_name is empty and the model's own name %s is not letters, digits "
+                      "and . _ : / -: set vllm_server_served_model_name" % default_served_name(model))
     port = settings.get("port")
     if not isinstance(port, int) or isinstance(port, bool) or not 1 <= port <= 65535:
         errors.append("vllm_server_port=%s must be 1-65535" % port)
@@ -119,6 +122,13 @@ def _errors(settings: Mapping[str, Any]) -> List[str]:
     return errors
 
 
+def default_served_name(model: str) -> str:
+    """The name clients ask for when vllm_server_served_model_name is "": the model folder's or the
+    repository's own name (Qwen2.5-14B-Instruct-GPTQ-Int4), not the whole path or organisation/name that IDE
+    plugins and chat front-ends would have to repeat."""
+    return model.rstrip("/").rsplit("/", 1)[-1]
+
+
 def plan_server(settings: Mapping[str, Any]) -> Dict[str, Any]:
     """``{"errors": [...]}`` or the unit's argv, environment and health URL.
 
@@ -132,11 +142,12 @@ def plan_server(settings: Mapping[str, Any]) -> Dict[str, Any]:
     if errors:
         return {"errors": errors}
     model = str(settings["model"])
+    served = str(settings.get("served_model_name") or default_served_name(model))
     gpus = list(settings["gpus"])
     dtype = effective_dtype(str(settings["dtype"]), settings.get("gpu_facts") or [])
     argv = [str(settings["python"]), "-m", ENTRYPOINT,
             "--model", model,
-            "--served-model-name", str(settings.get("served_model_name") or model),
+            "--served-model-name", served,
             "--host", str(settings["host"]), "--port", str(settings["port"]),
             "--dtype", dtype,
             "--tensor-parallel-size", str(len(gpus)),
@@ -192,6 +203,7 @@ def plan_server(settings: Mapping[str, Any]) -> Dict[str, Any]:
         "offline": offline,
         "ip_allow": ip_allow,
         "health_url": health_url(host, int(settings["port"])),
+        "served_model_name": served,
     }
 
 

@@ -32,7 +32,7 @@ def test_two_v100s_get_the_volta_command_line():
     assert plan["errors"] == []
     assert plan["argv"] == [
         "/opt/vllm/0.5.4-abcdef0123/bin/python", "-m", "vllm.entrypoints.openai.api_server",
-        "--model", "Qwen/Qwen2.5-14B-Instruct-GPTQ-Int4", "--served-model-name", "Qwen/Qwen2.5-14B-Instruct-GPTQ-Int4",
+        "--model", "Qwen/Qwen2.5-14B-Instruct-GPTQ-Int4", "--served-model-name", "Qwen2.5-14B-Instruct-GPTQ-Int4",
         "--host", "127.0.0.1", "--port", "8000", "--dtype", "half", "--tensor-parallel-size", "2",
         "--gpu-memory-utilization", "0.9", "--max-model-len", "8192", "--download-dir", "/var/lib/vllm-server/hf/hub",
         "--quantization", "gptq", "--enforce-eager", "--disable-log-requests", "--disable-frontend-multiprocessing"]
@@ -155,3 +155,9 @@ def test_weights_are_the_safetensors_without_mistrals_consolidated_copy():
     assert weights_bytes(llama2) == 9
     assert weights_bytes([{"path": "/m/pytorch_model.bin", "size": 14}]) == 14
     assert weights_bytes([{"path": "/m/consolidated.safetensors", "size": 14}]) == 14
+
+
+def test_the_served_name_defaults_to_the_model_own_name():
+    from ansible.module_utils.vllm_server_plan import default_served_name
+    assert default_served_name("/srv/models/Qwen2.5-14B-Instruct-AWQ/") == "Qwen2.5-14B-Instruct-AWQ"
+    assert default_served_name("Qwen/Qwen2.5-14B-Instruct-GPTQ-Int4") == "Qwen2.5-14B-Instruct-GPTQ-Int4"
