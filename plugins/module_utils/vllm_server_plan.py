@@ -88,6 +88,10 @@ def _errors(settings: Mapping[str, Any]) -> List[str]:
     elif model and not served and not SERVED_NAME.match(default_served_name(model)):
         errors.append("vllm_server_served_model_name is empty and the model's own name %s is not letters, digits "
                       "and . _ : / -: set vllm_server_served_model_name" % default_served_name(model))
+    level = str(settings.get("nccl_p2p_level") or "")
+    if level and level not in NCCL_P2P_LEVELS:
+        errors.append("vllm_server_nccl_p2p_level=%s is not one of NCCL's path types %s (NCCL's Environment "
+                      "Variables guide, NCCL_P2P_LEVEL); \"\" lets NCCL choose" % (level, ", ".join(NCCL_P2P_LEVELS)))
     port = settings.get("port")
     if not isinstance(port, int) or isinstance(port, bool) or not 1 <= port <= 65535:
         errors.append("vllm_server_port=%s must be 1-65535" % port)
@@ -122,6 +126,11 @@ def _errors(settings: Mapping[str, Any]) -> List[str]:
     return errors
 
 
+# NCCL_P2P_LEVEL's path types, nearest first (NCCL's user guide, Environment Variables:
+# https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html): P2P is used up to that distance.
+NCCL_P2P_LEVELS = ("LOC", "NVL", "PIX", "PXB", "PHB", "SYS")
+
+
 def default_served_name(model: str) -> str:
     """The name clients ask for when vllm_server_served_model_name is "": the model folder's or the
     repository's own name (Qwen2.5-14B-Instruct-GPTQ-Int4), not the whole path or organisation/name that IDE
@@ -136,7 +145,8 @@ def plan_server(settings: Mapping[str, Any]) -> Dict[str, Any]:
     gpus, gpu_count (0: unknown), gpu_facts (nvidia_gpus), dtype,
     quantization ("" none), max_model_len, gpu_memory_utilization,
     enforce_eager, extra_args, api_key_set, state_dir, hf_endpoint,
-    hf_offline (bool), allowed_networks (CIDRs for the IP allow-list).
+    hf_offline (bool), allowed_networks (CIDRs for the IP allow-list),
+    nccl_p2p_disable (bool), nccl_p2p_level ("" or an NCCL path type).
     """
     errors = _errors(settings)
     if errors:
@@ -178,6 +188,12 @@ def plan_server(settings: Mapping[str, Any]) -> Dict[str, Any]:
     }
     if settings.get("hf_endpoint"):
         environment["HF_ENDPOINT"] = str(settings["hf_endpoint"])
+    # Tensor parallelism over PCIe: where P2P between the two cards hangs or corrupts (some X99 boards, an
+    # IOMMU), NCCL can be kept off it or limited to a distance.
+    if settings.get("nccl_p2p_disable"):
+        environment["NCCL_P2P_DISABLE"] = "1"
+    if settings.get("nccl_p2p_level"):
+        environment["NCCL_P2P_LEVEL"] = str(settings["nccl_p2p_level"])
     offline = is_local_model(model) or bool(settings.get("hf_offline"))
     if offline:
         environment["HF_HUB_OFFLINE"] = "1"

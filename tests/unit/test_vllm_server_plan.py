@@ -161,3 +161,12 @@ def test_the_served_name_defaults_to_the_model_own_name():
     from ansible.module_utils.vllm_server_plan import default_served_name
     assert default_served_name("/srv/models/Qwen2.5-14B-Instruct-AWQ/") == "Qwen2.5-14B-Instruct-AWQ"
     assert default_served_name("Qwen/Qwen2.5-14B-Instruct-GPTQ-Int4") == "Qwen2.5-14B-Instruct-GPTQ-Int4"
+
+
+def test_nccl_p2p_knobs_reach_the_environment_and_a_bad_level_is_refused():
+    from ansible.module_utils.vllm_server_plan import plan_server
+    plan = plan_server(settings(nccl_p2p_disable=True, nccl_p2p_level="PHB"))
+    assert plan["environment"]["NCCL_P2P_DISABLE"] == "1" and plan["environment"]["NCCL_P2P_LEVEL"] == "PHB"
+    assert "NCCL_P2P_DISABLE" not in plan_server(settings())["environment"]
+    refused = plan_server(settings(nccl_p2p_level="3"))["errors"]
+    assert any("vllm_server_nccl_p2p_level=3 is not one of NCCL's path types" in error for error in refused)
