@@ -31,6 +31,22 @@ ROLE_FLAGS = {
     "--api-key": "vllm_server_api_key", "--download-dir": "vllm_server_state_dir",
     "--disable-frontend-multiprocessing": "(always set: see plan_server)",
     "--disable-log-requests": "(always set)",
+    "--kv-cache-dtype": "vllm_server_kv_cache_dtype",
+}
+# --kv-cache-dtype in 0.5.4 (vllm/engine/arg_utils.py:224). On compute capability 7.0 the attention backend is
+# XFormers (vllm/attention/selector.py:148-154), whose paged-attention kernels read and write an fp8 cache from
+# fp16 (csrc/quantization/fp8/nvidia/quant_utils.cuh: only bf16 -> fp8 needs sm_80, and V100 runs half). What
+# reads the cache back for prefill (a prefix-cache hit, any chunked prefill) is a Triton kernel that cannot
+# (vllm/attention/backends/xformers.py:600-603; vLLM issues #4381, #6884; fixed in 0.5.5), so with an fp8
+# cache both stay off. On CUDA, fp8 is fp8_e4m3 and runs with a scale of 1.0: the scaling factors of
+# --quantization-param-path are read on ROCm only (vllm/worker/model_runner.py:763).
+KV_CACHE_DTYPES = ("auto", "fp8", "fp8_e4m3", "fp8_e5m2")
+FP8_CLASHES = {
+    "--enable-prefix-caching": "prefix caching reads an fp8 cache through a Triton kernel that cannot "
+                               "(vllm/attention/backends/xformers.py:600-603 in 0.5.4)",
+    "--enable-chunked-prefill": "chunked prefill reads an fp8 cache through the same Triton kernel (vLLM issues "
+                                "#4381, #6884); the role turns it off with an fp8 cache",
+    "--quantization-param-path": "0.5.4 reads KV scaling factors on ROCm only (vllm/worker/model_runner.py:763)",
 }
 VOLTA_FREE_CC = (8, 0)  # bfloat16 and vLLM's "auto" choice of it
 
@@ -88,6 +104,7 @@ def _errors(settings: Mapping[str, Any]) -> List[str]:
     elif model and not served and not SERVED_NAME.match(default_served_name(model)):
         errors.append("vllm_server_served_model_name is empty and the model's own name %s is not letters, digits "
                       "and . _ : / -: set vllm_server_served_model_name" % default_served_name(model))
+    errors += _kv_cache_errors(settings)
     level = str(settings.get("nccl_p2p_level") or "")
     if level and level not in NCCL_P2P_LEVELS:
         errors.append("vllm_server_nccl_p2p_level=%s is not one of NCCL's path types %s (NCCL's Environment "
@@ -131,6 +148,35 @@ def _errors(settings: Mapping[str, Any]) -> List[str]:
 NCCL_P2P_LEVELS = ("LOC", "NVL", "PIX", "PXB", "PHB", "SYS")
 
 
+def _kv_cache_errors(settings: Mapping[str, Any]) -> List[str]:
+    kv_dtype = str(settings.get("kv_cache_dtype") or "auto")
+    if kv_dtype not in KV_CACHE_DTYPES:
+        return ["vllm_server_kv_cache_dtype=%s is not one of %s (vLLM 0.5.4's --kv-cache-dtype)" % (
+            kv_dtype, ", ".join(KV_CACHE_DTYPES))]
+    if kv_dtype == "auto":
+        return []
+    errors = []
+    flags = {str(arg).split("=", 1)[0] for arg in settings.get("extra_args") or []}
+    errors += ["vllm_server_kv_cache_dtype=%s with %s in vllm_server_extra_args: %s. Remove the flag, or set "
+               "vllm_server_kv_cache_dtype: auto" % (kv_dtype, flag, reason)
+               for flag, reason in FP8_CLASHES.items() if flag in flags]
+    if str(settings.get("quantization") or "") in ("fp8", "compressed-tensors"):
+        errors.append("vllm_server_kv_cache_dtype=%s with an %s checkpoint: 0.5.4 refuses an fp8 cache beside fp8 "
+                      "weights (vllm/attention/layer.py:66-68), and compute capability 7.0 cannot run those "
+                      "weights anyway. Use a GPTQ model" % (kv_dtype, settings["quantization"]))
+    return errors
+
+
+def kv_cache_warnings(settings: Mapping[str, Any]) -> List[str]:
+    """fp8 and fp8_e4m3 run on CUDA without scaling factors."""
+    kv_dtype = str(settings.get("kv_cache_dtype") or "auto")
+    if kv_dtype in ("fp8", "fp8_e4m3"):
+        return ["vllm_server_kv_cache_dtype=%s: on CUDA vLLM 0.5.4 stores the cache as E4M3 with a scale of 1.0 (its "
+                "scaling factors are read on ROCm only), which can cost accuracy; fp8_e5m2, with its wider range, "
+                "is the format meant to run without scales" % kv_dtype]
+    return []
+
+
 def default_served_name(model: str) -> str:
     """The name clients ask for when vllm_server_served_model_name is "": the model folder's or the
     repository's own name (Qwen2.5-14B-Instruct-GPTQ-Int4), not the whole path or organisation/name that IDE
@@ -168,6 +214,10 @@ def plan_server(settings: Mapping[str, Any]) -> Dict[str, Any]:
         argv += ["--quantization", str(settings["quantization"])]
     if settings.get("enforce_eager"):
         argv.append("--enforce-eager")
+    kv_dtype = str(settings.get("kv_cache_dtype") or "auto")
+    if kv_dtype != "auto":
+        # vLLM turns chunked prefill on by itself above 32K tokens (arg_utils.py:747-765): not with fp8.
+        argv += ["--kv-cache-dtype", kv_dtype, "--enable-chunked-prefill", "False"]
     # No prompts in the journal; and no engine RPC socket: in 0.5.4 the API
     # process talks to the engine over tcp://127.0.0.1:5570, unpickling what
     # arrives, which any local user could reach.
@@ -220,6 +270,7 @@ def plan_server(settings: Mapping[str, Any]) -> Dict[str, Any]:
         "ip_allow": ip_allow,
         "health_url": health_url(host, int(settings["port"])),
         "served_model_name": served,
+        "warnings": kv_cache_warnings(settings),
     }
 
 
@@ -240,13 +291,14 @@ def _ceil_mib(size: float) -> int:
 
 
 def plan_memory(shape: Mapping[str, Any], weights_bytes: int, max_model_len: int, gpus: int,
-                gpu_memory_mib: int, utilization: float) -> Dict[str, Any]:
+                gpu_memory_mib: int, utilization: float, kv_cache_dtype: str = "auto") -> Dict[str, Any]:
     """Will one sequence of max_model_len fit in the share of each GPU vLLM takes?
 
     Per GPU, in MiB: weights / gpus + activations of the profile batch (an
     estimate: the MLP's sharded intermediate and the unsharded hidden states
     in fp16, plus the sampler's fp32 tensors) + f16 KV cache of max_model_len tokens
-    (2 x layers x kv_heads / gpus x head_dim x 2 bytes per token) must stay
+    (2 x layers x kv_heads / gpus x head_dim x 2 bytes per token; 1 byte with
+    an fp8 kv_cache_dtype, stored as uint8: vllm/utils.py:34-41) must stay
     within utilization x the GPU's memory. Returns the terms, "fits", and the
     longest max_model_len that fits ("fitting_max_model_len", 0 when none).
     """
@@ -257,7 +309,7 @@ def plan_memory(shape: Mapping[str, Any], weights_bytes: int, max_model_len: int
     intermediate = int(shape.get("feed_forward_length") or 4 * hidden)
     vocab = int(shape.get("vocab_size") or 32000)
     kv_heads_per_gpu = max(1, kv_heads // gpus)  # fewer KV heads than ranks are replicated
-    kv_bytes_per_token = 2 * layers * kv_heads_per_gpu * head_dim * 2
+    kv_bytes_per_token = 2 * layers * kv_heads_per_gpu * head_dim * (1 if kv_cache_dtype.startswith("fp8") else 2)
     budget = int(gpu_memory_mib * utilization)
 
     def terms(length: int) -> Dict[str, int]:
@@ -278,6 +330,7 @@ def plan_memory(shape: Mapping[str, Any], weights_bytes: int, max_model_len: int
     chosen = terms(max_model_len)
     required = sum(chosen.values())
     return dict(chosen, required_mib=required, budget_mib=budget, gpu_memory_mib=gpu_memory_mib,
+                kv_cache_dtype="fp8" if kv_cache_dtype.startswith("fp8") else "f16",
                 utilization=utilization, gpus=gpus, max_model_len=max_model_len,
                 fits=required <= budget, fitting_max_model_len=max_model_len if required <= budget else low * 16)
 
@@ -296,7 +349,7 @@ def weights_bytes(files: Sequence[Mapping[str, Any]]) -> int:
 def memory_verdict(plan: Mapping[str, Any]) -> str:
     """One line: the arithmetic, and when it does not fit, what would."""
     arithmetic = ("weights %(weights_mib)d + activations %(activations_mib)d "
-                  "+ KV cache %(kv_cache_mib)d (f16, %(max_model_len)d tokens) = %(required_mib)d MiB of "
+                  "+ KV cache %(kv_cache_mib)d (%(kv_cache_dtype)s, %(max_model_len)d tokens) = %(required_mib)d MiB of "
                   "%(budget_mib)d MiB (%(utilization)g x %(gpu_memory_mib)d) per GPU, %(gpus)d GPU(s)" % plan)
     if plan["fits"]:
         return "fits: " + arithmetic

@@ -147,6 +147,15 @@ def test_on_two_v100s_it_fits_and_a_too_long_context_gets_a_fitting_length():
     assert "lower vllm_server_max_model_len to %d" % long["fitting_max_model_len"] in memory_verdict(long)
 
 
+def test_an_fp8_kv_cache_is_counted_at_one_byte_and_fits_a_longer_context():
+    shape = vars(shape_from_hf_config(QWEN25_14B))
+    f16 = plan_memory(shape, 29_540_000_000, 400_000, 2, 32768, 0.9)
+    fp8 = plan_memory(shape, 29_540_000_000, 400_000, 2, 32768, 0.9, "fp8_e5m2")
+    assert fp8["kv_cache_mib"] * 2 == f16["kv_cache_mib"]
+    assert fp8["fitting_max_model_len"] > f16["fitting_max_model_len"]
+    assert "(fp8, 400000 tokens)" in memory_verdict(fp8)
+
+
 def test_weights_are_the_safetensors_without_mistrals_consolidated_copy():
     mistral = [{"path": "/m/consolidated.safetensors", "size": 14}, {"path": "/m/model-00001-of-00002.safetensors",
                "size": 9}, {"path": "/m/model-00002-of-00002.safetensors", "size": 5}]
@@ -170,3 +179,30 @@ def test_nccl_p2p_knobs_reach_the_environment_and_a_bad_level_is_refused():
     assert "NCCL_P2P_DISABLE" not in plan_server(settings())["environment"]
     refused = plan_server(settings(nccl_p2p_level="3"))["errors"]
     assert any("vllm_server_nccl_p2p_level=3 is not one of NCCL's path types" in error for error in refused)
+
+
+def test_an_fp8_kv_cache_turns_chunked_prefill_off_and_halves_the_cache():
+    from ansible.module_utils.vllm_server_plan import plan_server
+    plan = plan_server(settings(kv_cache_dtype="fp8_e5m2"))
+    argv = plan["argv"]
+    assert argv[argv.index("--kv-cache-dtype") + 1] == "fp8_e5m2"
+    assert argv[argv.index("--enable-chunked-prefill") + 1] == "False"
+    assert plan["warnings"] == []
+    assert "--kv-cache-dtype" not in plan_server(settings())["argv"]
+    assert "E4M3 with a scale of 1.0" in plan_server(settings(kv_cache_dtype="fp8"))["warnings"][0]
+
+
+@pytest.mark.parametrize(("changes", "expected"), [
+    ({"kv_cache_dtype": "int8"}, "vllm_server_kv_cache_dtype=int8 is not one of auto, fp8, fp8_e4m3, fp8_e5m2"),
+    ({"kv_cache_dtype": "fp8_e5m2", "extra_args": ["--enable-prefix-caching"]},
+     "with --enable-prefix-caching in vllm_server_extra_args: prefix caching reads an fp8 cache"),
+    ({"kv_cache_dtype": "fp8", "extra_args": ["--enable-chunked-prefill=True"]},
+     "with --enable-chunked-prefill in vllm_server_extra_args"),
+    ({"kv_cache_dtype": "fp8_e4m3", "extra_args": ["--quantization-param-path", "/x.json"]},
+     "reads KV scaling factors on ROCm only"),
+    ({"kv_cache_dtype": "auto", "extra_args": ["--kv-cache-dtype", "fp8"]}, "--kv-cache-dtype"),
+])
+def test_fp8_kv_cache_clashes_are_refused(changes, expected):
+    from ansible.module_utils.vllm_server_plan import plan_server
+    errors = plan_server(settings(**changes))["errors"]
+    assert any(expected in error for error in errors), errors
