@@ -32,6 +32,7 @@ ROLE_FLAGS = {
     "--disable-frontend-multiprocessing": "(always set: see plan_server)",
     "--disable-log-requests": "(always set)",
     "--kv-cache-dtype": "vllm_server_kv_cache_dtype",
+    "--disable-custom-all-reduce": "vllm_server_nccl_p2p_disable",
 }
 # --kv-cache-dtype in 0.5.4 (vllm/engine/arg_utils.py:224). On compute capability 7.0 the attention backend is
 # XFormers (vllm/attention/selector.py:148-154), whose paged-attention kernels read and write an fp8 cache from
@@ -58,17 +59,24 @@ def refused_extra_args(extra_args: Sequence[str]) -> List[str]:
     prefix of a long flag: "--api_key" and "--api-ke" are --api-key. Both
     forms are caught; only the flag is named (its value may be a key).
     """
-    refused = []
+    return ["%s (set %s instead)" % (given, ROLE_FLAGS[known]) for given, known in flags_given(extra_args, ROLE_FLAGS)]
+
+
+def flags_given(extra_args: Sequence[str], known_flags: Sequence[str]) -> List[tuple]:
+    """(flag as given, the known flag it means) for each extra argument that vLLM's parser reads as one of
+    known_flags: "_" read as "-", and any unambiguous prefix of a long flag."""
+    given = []
     for arg in extra_args:
         flag = str(arg).split("=", 1)[0]
         if flag.startswith("--"):
-            flag = "--" + flag[2:].replace("_", "-")
-            hits = [known for known in ROLE_FLAGS if known.startswith("--") and len(flag) > 3 and known.startswith(flag)]
+            spelled = "--" + flag[2:].replace("_", "-")
+            hits = [known for known in known_flags if known.startswith("--") and len(spelled) > 3
+                    and known.startswith(spelled)]
         else:
-            hits = [flag] if flag in ROLE_FLAGS else []
+            hits = [flag] if flag in known_flags else []
         if hits:
-            refused.append("%s (set %s instead)" % (str(arg).split("=", 1)[0], ROLE_FLAGS[hits[0]]))
-    return refused
+            given.append((flag, hits[0]))
+    return given
 
 
 def _capabilities(gpus: Sequence[Mapping[str, Any]]) -> List[tuple]:
@@ -106,7 +114,10 @@ def _errors(settings: Mapping[str, Any]) -> List[str]:
                       "and . _ : / -: set vllm_server_served_model_name" % default_served_name(model))
     errors += _kv_cache_errors(settings)
     level = str(settings.get("nccl_p2p_level") or "")
-    if level and level not in NCCL_P2P_LEVELS:
+    if level and settings.get("nccl_p2p_disable"):
+        errors.append("vllm_server_nccl_p2p_disable=true and vllm_server_nccl_p2p_level=%s: NCCL ignores the "
+                      "level once P2P is off; set one of them" % level)
+    elif level and level not in NCCL_P2P_LEVELS:
         errors.append("vllm_server_nccl_p2p_level=%s is not one of NCCL's path types %s (NCCL's Environment "
                       "Variables guide, NCCL_P2P_LEVEL); \"\" lets NCCL choose" % (level, ", ".join(NCCL_P2P_LEVELS)))
     port = settings.get("port")
@@ -156,10 +167,9 @@ def _kv_cache_errors(settings: Mapping[str, Any]) -> List[str]:
     if kv_dtype == "auto":
         return []
     errors = []
-    flags = {str(arg).split("=", 1)[0] for arg in settings.get("extra_args") or []}
     errors += ["vllm_server_kv_cache_dtype=%s with %s in vllm_server_extra_args: %s. Remove the flag, or set "
-               "vllm_server_kv_cache_dtype: auto" % (kv_dtype, flag, reason)
-               for flag, reason in FP8_CLASHES.items() if flag in flags]
+               "vllm_server_kv_cache_dtype: auto" % (kv_dtype, given, FP8_CLASHES[known])
+               for given, known in flags_given(settings.get("extra_args") or [], FP8_CLASHES)]
     if str(settings.get("quantization") or "") in ("fp8", "compressed-tensors"):
         errors.append("vllm_server_kv_cache_dtype=%s with an %s checkpoint: 0.5.4 refuses an fp8 cache beside fp8 "
                       "weights (vllm/attention/layer.py:66-68), and compute capability 7.0 cannot run those "
@@ -199,11 +209,14 @@ def plan_server(settings: Mapping[str, Any]) -> Dict[str, Any]:
         return {"errors": errors}
     model = str(settings["model"])
     served = str(settings.get("served_model_name") or default_served_name(model))
+    # The default answers to the model as given too, the name clients used before the short one (vLLM 0.5.4
+    # takes several: the first is the one responses carry, engine/arg_utils.py:640-650).
+    served_names = [served] if settings.get("served_model_name") or served == model else [served, model]
     gpus = list(settings["gpus"])
     dtype = effective_dtype(str(settings["dtype"]), settings.get("gpu_facts") or [])
     argv = [str(settings["python"]), "-m", ENTRYPOINT,
             "--model", model,
-            "--served-model-name", served,
+            "--served-model-name", *served_names,
             "--host", str(settings["host"]), "--port", str(settings["port"]),
             "--dtype", dtype,
             "--tensor-parallel-size", str(len(gpus)),
@@ -242,6 +255,10 @@ def plan_server(settings: Mapping[str, Any]) -> Dict[str, Any]:
     # IOMMU), NCCL can be kept off it or limited to a distance.
     if settings.get("nccl_p2p_disable"):
         environment["NCCL_P2P_DISABLE"] = "1"
+    if settings.get("nccl_p2p_disable") or str(settings.get("nccl_p2p_level") or "") in ("LOC", "NVL"):
+        # vLLM's own all-reduce for two GPUs moves data P2P without NCCL
+        # (distributed/device_communicators/custom_all_reduce.py:116-131 in 0.5.4).
+        argv.append("--disable-custom-all-reduce")
     if settings.get("nccl_p2p_level"):
         environment["NCCL_P2P_LEVEL"] = str(settings["nccl_p2p_level"])
     offline = is_local_model(model) or bool(settings.get("hf_offline"))

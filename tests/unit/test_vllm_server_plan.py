@@ -32,7 +32,7 @@ def test_two_v100s_get_the_volta_command_line():
     assert plan["errors"] == []
     assert plan["argv"] == [
         "/opt/vllm/0.5.4-abcdef0123/bin/python", "-m", "vllm.entrypoints.openai.api_server",
-        "--model", "Qwen/Qwen2.5-14B-Instruct-GPTQ-Int4", "--served-model-name", "Qwen2.5-14B-Instruct-GPTQ-Int4",
+        "--model", "Qwen/Qwen2.5-14B-Instruct-GPTQ-Int4", "--served-model-name", "Qwen2.5-14B-Instruct-GPTQ-Int4", "Qwen/Qwen2.5-14B-Instruct-GPTQ-Int4",
         "--host", "127.0.0.1", "--port", "8000", "--dtype", "half", "--tensor-parallel-size", "2",
         "--gpu-memory-utilization", "0.9", "--max-model-len", "8192", "--download-dir", "/var/lib/vllm-server/hf/hub",
         "--quantization", "gptq", "--enforce-eager", "--disable-log-requests", "--disable-frontend-multiprocessing"]
@@ -174,11 +174,17 @@ def test_the_served_name_defaults_to_the_model_own_name():
 
 def test_nccl_p2p_knobs_reach_the_environment_and_a_bad_level_is_refused():
     from ansible.module_utils.vllm_server_plan import plan_server
-    plan = plan_server(settings(nccl_p2p_disable=True, nccl_p2p_level="PHB"))
-    assert plan["environment"]["NCCL_P2P_DISABLE"] == "1" and plan["environment"]["NCCL_P2P_LEVEL"] == "PHB"
+    disabled = plan_server(settings(nccl_p2p_disable=True))
+    # vLLM's own two-GPU all-reduce moves data P2P without NCCL: it goes too.
+    assert disabled["environment"]["NCCL_P2P_DISABLE"] == "1" and "--disable-custom-all-reduce" in disabled["argv"]
+    level = plan_server(settings(nccl_p2p_level="PHB"))
+    assert level["environment"]["NCCL_P2P_LEVEL"] == "PHB" and "--disable-custom-all-reduce" not in level["argv"]
+    assert "--disable-custom-all-reduce" in plan_server(settings(nccl_p2p_level="LOC"))["argv"]
     assert "NCCL_P2P_DISABLE" not in plan_server(settings())["environment"]
     refused = plan_server(settings(nccl_p2p_level="3"))["errors"]
     assert any("vllm_server_nccl_p2p_level=3 is not one of NCCL's path types" in error for error in refused)
+    both = plan_server(settings(nccl_p2p_disable=True, nccl_p2p_level="PHB"))["errors"]
+    assert any("NCCL ignores the level once P2P is off" in error for error in both)
 
 
 def test_an_fp8_kv_cache_turns_chunked_prefill_off_and_halves_the_cache():
@@ -198,6 +204,9 @@ def test_an_fp8_kv_cache_turns_chunked_prefill_off_and_halves_the_cache():
      "with --enable-prefix-caching in vllm_server_extra_args: prefix caching reads an fp8 cache"),
     ({"kv_cache_dtype": "fp8", "extra_args": ["--enable-chunked-prefill=True"]},
      "with --enable-chunked-prefill in vllm_server_extra_args"),
+    # vLLM's parser reads "_" as "-" and takes unambiguous prefixes.
+    ({"kv_cache_dtype": "fp8_e5m2", "extra_args": ["--enable_prefix_caching"]}, "with --enable_prefix_caching in"),
+    ({"kv_cache_dtype": "fp8_e5m2", "extra_args": ["--enable-prefix"]}, "with --enable-prefix in"),
     ({"kv_cache_dtype": "fp8_e4m3", "extra_args": ["--quantization-param-path", "/x.json"]},
      "reads KV scaling factors on ROCm only"),
     ({"kv_cache_dtype": "auto", "extra_args": ["--kv-cache-dtype", "fp8"]}, "--kv-cache-dtype"),
@@ -206,3 +215,12 @@ def test_fp8_kv_cache_clashes_are_refused(changes, expected):
     from ansible.module_utils.vllm_server_plan import plan_server
     errors = plan_server(settings(**changes))["errors"]
     assert any(expected in error for error in errors), errors
+
+
+def test_a_short_default_name_still_answers_to_the_model_as_given():
+    from ansible.module_utils.vllm_server_plan import plan_server
+    argv = plan_server(settings(model="/srv/models/Qwen2.5-14B-Instruct-GPTQ-Int4"))["argv"]
+    names = argv[argv.index("--served-model-name") + 1:argv.index("--host")]
+    assert names == ["Qwen2.5-14B-Instruct-GPTQ-Int4", "/srv/models/Qwen2.5-14B-Instruct-GPTQ-Int4"]
+    argv = plan_server(settings(served_model_name="qwen"))["argv"]
+    assert argv[argv.index("--served-model-name") + 1:argv.index("--host")] == ["qwen"]
