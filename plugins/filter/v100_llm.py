@@ -93,7 +93,7 @@ def _defaults(path: str, mtime_ns: int) -> Dict[str, Any]:
 
 
 def vllm_memory_plan(shape: Mapping[str, Any], *args: Any) -> Dict[str, Any]:
-    plan = _VLLM.plan_memory(shape, *args)
+    plan = _VLLM.plan_max_model_len(shape, *args)
     plan["verdict"] = _VLLM.memory_verdict(plan)
     return plan
 
@@ -145,6 +145,8 @@ class FilterModule:
             "llama_cpp_refused_args": llama_cpp_refused_args,
             # models_list | models_fetch_plan(models_dir, hf_endpoint) -> {"models": [...], "errors": [...]}
             "models_fetch_plan": _MODELS.fetch_plan,
+            # folders | models_folder_orders(listings by name, hf_endpoint) -> {"models": [...], "errors": [...]}
+            "models_folder_orders": _MODELS.folder_orders,
             # fetch orders | models_files(model_files results) -> {name: {path, sha256, verified, size, gguf, parts}}
             "models_files": _MODELS.models_files,
             # llama_server_instances | llama_server_plan(settings, models_files) -> {"instances": [...], "errors": [...]}
@@ -163,8 +165,8 @@ class FilterModule:
             "pip_plan": _PIP.pip_plan,
             # config.json | hf_model_shape -> {layers, kv_heads, head_dim, architecture, quantization, dtype, ...}
             "hf_model_shape": hf_model_shape,
-            # shape | vllm_memory_plan(weights_bytes, max_model_len, gpus, gpu_memory_mib, utilization)
-            #   -> the terms, "fits", "fitting_max_model_len" and "verdict" (one line)
+            # shape | vllm_memory_plan(weights_bytes, max_model_len (or auto), gpus, gpu_memory_mib, utilization,
+            #   kv_cache_dtype) -> the terms, "max_model_len" (chosen), "fits", "fitting_max_model_len", "verdict"
             "vllm_memory_plan": vllm_memory_plan,
             # find's files | vllm_weights_bytes -> bytes vLLM loads (safetensors, else .bin)
             "vllm_weights_bytes": _VLLM.weights_bytes,

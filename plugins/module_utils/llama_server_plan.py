@@ -141,10 +141,15 @@ def _instance_errors(where: str, instance: Mapping[str, Any], settings: Mapping[
     if not _int_in(instance.get("port"), 1, 65535):
         errors.append("%s.port=%r is not a TCP port: give a number from 1 to 65535." % (where, instance.get("port")))
     errors += _environment_errors(where, instance.get("environment", {}))
-    if not _model_path(instance.get("model"), models_files)[0]:
-        known = ", ".join(sorted(models_files)) or "none: the models role has not run"
+    model = instance.get("model")
+    if isinstance(model, str) and (models_files.get(model) or {}).get("folder"):
+        errors.append("%s.model=%r is a Hugging Face model folder (for vllm_server_model): llama-server loads a "
+                      ".gguf file; name a models_list entry with a .gguf file." % (where, model))
+    elif not _model_path(model, models_files)[0]:
+        known = ", ".join(sorted(name for name in models_files if not models_files[name].get("folder"))) \
+            or "none: the models role has not run"
         errors.append("%s.model=%r is neither a models_list name (known: %s) nor an absolute path to a "
-                      ".gguf file." % (where, instance.get("model"), known))
+                      ".gguf file." % (where, model, known))
     for key in ("ctx_size", "parallel"):
         label, value = _setting(where, instance, settings, key)
         if value != AUTO and not _int_in(value, 1, 10_000_000):

@@ -3,17 +3,20 @@
 the one asked for.
 
 Pure functions: ``fetch_plan`` turns the models role's ``models_list`` into
-one download/copy order per file (or the reasons it refuses), and
-``stamp_matches`` decides from a stamp (sha256, size, mtime written after the
-file was verified) whether a file must be fetched or hashed again, so a 20 GB
-model is not re-hashed on every run.
+one download/copy order per file (or the reasons it refuses); a Hugging Face
+model folder (for vLLM) becomes one order per file once ``folder_orders`` has
+the repository's file listing; ``stamp_matches`` decides from a stamp (digest,
+size, mtime written after the file was verified) whether a file must be
+fetched or hashed again, so a 20 GB model is not re-hashed on every run.
 """
 from __future__ import annotations
 
+import fnmatch
 import hashlib
+import os
 import posixpath
 import re
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from urllib.parse import quote
 
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -26,8 +29,15 @@ HF_REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 # "%s-%05d-of-%05d.gguf"); its loader finds parts 2..N next to part 1 by that name.
 SPLIT_PART = re.compile(r"^(?P<prefix>.+)-(?P<part>[0-9]{5})-of-(?P<count>[0-9]{5})\.gguf$")
 SOURCE_KEYS = ("url", "hf_repo", "controller_file")
-KNOWN_KEYS = frozenset(("name", "file", "url", "hf_repo", "hf_revision", "hf_file", "controller_file",
+KNOWN_KEYS = frozenset(("name", "file", "url", "hf_repo", "hf_revision", "hf_file", "hf_include", "controller_file",
                         "sha256", "size_bytes"))
+GIT_SHA1 = re.compile(r"^[0-9a-f]{40}$")
+# What vLLM 0.5.4 reads from a model folder: config.json and the tokenizer's files (transformers'
+# AutoConfig/AutoTokenizer), the weights as safetensors (DefaultModelLoader's allow_patterns,
+# vllm/model_executor/model_loader/loader.py:228-235; .bin only where a repository has no safetensors),
+# quantize_config.json of GPTQ checkpoints. Top-level files only: vLLM reads no subfolder (the loader skips
+# "original/").
+HF_FOLDER_INCLUDE = ("*.json", "*.safetensors", "*.txt", "*.model", "*.tiktoken", "*.jinja")
 
 
 def hf_resolve_url(endpoint: str, repo: str, revision: str, file: str) -> str:
@@ -35,6 +45,28 @@ def hf_resolve_url(endpoint: str, repo: str, revision: str, file: str) -> str:
     {HF_ENDPOINT}/{repo}/resolve/{revision}/{file}."""
     return "%s/%s/resolve/%s/%s" % (endpoint.rstrip("/"), repo, quote(revision, safe=""),
                                     quote(file, safe="/"))
+
+
+def hf_tree_url(endpoint: str, repo: str, revision: str) -> str:
+    """The file listing huggingface_hub's list_repo_tree asks for (hf_api.py, 0.24:
+    {endpoint}/api/models/{repo}/tree/{quoted revision}?recursive=True; paginated with Link headers): each file's
+    path, size, git blob id ("oid") and, for a Git LFS file, "lfs": {"oid": its sha256, "size"}."""
+    return "%s/api/models/%s/tree/%s?recursive=true" % (endpoint.rstrip("/"), repo, quote(revision, safe=""))
+
+
+def _folder_errors(where: str, name: Any, entry: Mapping[str, Any]) -> List[str]:
+    """What is wrong with an hf_repo entry without hf_file: a model folder (for vLLM)."""
+    errors = ["%s (%s) is a Hugging Face model folder (hf_repo without hf_file) with %s: leave it out (%s)." % (
+        where, name, key, why) for key, why in (
+            ("sha256", "each file's sha256 or git blob id comes from the repository's listing at hf_revision"),
+            ("file", "the folder is models_dir/<name>"),
+            ("size_bytes", "the listing gives each file's size")) if entry.get(key) not in (None, "", [])]
+    include = entry.get("hf_include")
+    if include is not None and (not isinstance(include, list) or not include
+                                or not all(isinstance(glob, str) and glob and "/" not in glob for glob in include)):
+        errors.append("%s (%s).hf_include=%r must be a list of file name patterns of the folder's top level (e.g. "
+                      "['*.json', '*.safetensors']): vLLM reads no subfolder." % (where, name, include))
+    return errors
 
 
 def _entry_errors(index: int, entry: Mapping[str, Any]) -> List[str]:
@@ -50,11 +82,16 @@ def _entry_errors(index: int, entry: Mapping[str, Any]) -> List[str]:
                       "(it is how llama_server_instances[].model refers to the file)." % (where, name))
     sources = [key for key in SOURCE_KEYS if entry.get(key)]
     if len(sources) != 1:
-        errors.append("%s (%s) names %s: give exactly one of url (+ sha256), hf_repo + hf_file (+ sha256) "
-                      "or controller_file." % (where, name, " and ".join(sources) if sources else "no source"))
+        errors.append("%s (%s) names %s: give exactly one of url (+ sha256), hf_repo + hf_file (+ sha256), "
+                      "hf_repo alone (a model folder) or controller_file." % (where, name, " and ".join(sources) if sources else "no source"))
     sha256 = entry.get("sha256")
-    needs_sha = bool(entry.get("url") or entry.get("hf_repo"))
-    if _names_a_split_part(_source_name(entry)):
+    needs_sha = bool(entry.get("url") or entry.get("hf_file"))
+    if entry.get("hf_repo") and not entry.get("hf_file"):
+        errors += _folder_errors(where, name, entry)
+    elif entry.get("hf_include") is not None:
+        errors.append("%s (%s) has hf_include without being a model folder: hf_include chooses the files of an "
+                      "hf_repo entry without hf_file." % (where, name))
+    elif _names_a_split_part(_source_name(entry)):
         errors += _split_errors(where, name, entry, needs_sha)
     elif sha256 in (None, ""):
         if needs_sha:
@@ -63,12 +100,14 @@ def _entry_errors(index: int, entry: Mapping[str, Any]) -> List[str]:
                           "Hugging Face file page shows)." % (where, name))
     elif not isinstance(sha256, str) or not SHA256.match(sha256):
         errors.append("%s (%s).sha256=%r is not a sha256: 64 lowercase hex digits." % (where, name, sha256))
+    revision = entry.get("hf_revision")
+    if revision is not None and (not isinstance(revision, str) or not revision):
+        errors.append("%s (%s).hf_revision=%r is not a branch, tag or commit id: quote it (YAML reads a commit id "
+                      "of digits only as a number)." % (where, name, revision))
     if entry.get("hf_repo"):
         if not HF_REPO.match(str(entry["hf_repo"])):
             errors.append("%s (%s).hf_repo=%r is not a Hugging Face repository: use owner/name, e.g. "
                           "bartowski/Qwen2.5-Coder-14B-Instruct-GGUF." % (where, name, entry["hf_repo"]))
-        if not entry.get("hf_file"):
-            errors.append("%s (%s) has hf_repo but no hf_file: name the file in the repository." % (where, name))
     elif entry.get("hf_file") or entry.get("hf_revision"):
         errors.append("%s (%s) has hf_file/hf_revision without hf_repo." % (where, name))
     url = entry.get("url")
@@ -166,43 +205,110 @@ def _orders(entry: Mapping[str, Any], file_name: str, models_dir: str, hf_endpoi
             "url": url,
             "controller_file": source.get("controller_file", ""),
             "sha256": str((sums[index] if split else sums) or ""),
+            "git_sha1": "",
             "size_bytes": None if split else entry.get("size_bytes"),
         })
     return orders
 
 
+def _folder(entry: Mapping[str, Any], models_dir: str, hf_endpoint: str) -> Dict[str, Any]:
+    revision = str(entry.get("hf_revision") or "main")
+    return {"name": entry["name"], "repo": str(entry["hf_repo"]), "revision": revision,
+            "path": posixpath.join(models_dir, entry["name"]),
+            "include": list(entry.get("hf_include") or HF_FOLDER_INCLUDE),
+            "listing_url": hf_tree_url(hf_endpoint, str(entry["hf_repo"]), revision),
+            # A commit names the files for good: its listing, kept beside them, is read again without the network.
+            "pinned": bool(GIT_SHA1.match(revision))}
+
+
 def fetch_plan(models: Sequence[Mapping[str, Any]], models_dir: str, hf_endpoint: str) -> Dict[str, Any]:
-    """models_list -> {"models": [order, ...], "errors": [message, ...]}.
+    """models_list -> {"models": [order, ...], "folders": [folder, ...], "errors": [message, ...]}.
 
     An order: name (the entry's; "<name> (part N of M)" for each part of a
     split GGUF set), model (the entry's name), part (1 for a single file),
     file, path, source (url | hf | controller), url (url and hf),
     controller_file, sha256 ("" for a controller file without one: the role
-    hashes it on the controller), size_bytes (None when unknown).
+    hashes it on the controller), git_sha1 (""; folder files without a sha256
+    have it), size_bytes (None when unknown).
+
+    A folder (an hf_repo entry without hf_file: a model folder for vLLM): name,
+    repo, revision, path (models_dir/<name>), include (file name patterns),
+    listing_url, pinned (revision is a commit). Its orders come from
+    folder_orders once the repository's listing is read.
     """
     errors: List[str] = []
     orders: List[Dict[str, Any]] = []
+    folders: List[Dict[str, Any]] = []
     if not isinstance(models, (list, tuple)):
-        return {"models": [], "errors": ["models_list must be a list of models (got %r)." % (models,)]}
+        return {"models": [], "folders": [], "errors": ["models_list must be a list of models (got %r)." % (models,)]}
     for index, entry in enumerate(models):
         if not isinstance(entry, Mapping):
             errors.append("models_list[%d]=%r is not a mapping with name and a source." % (index, entry))
             continue
         entry_errors = _entry_errors(index, entry)
-        file_name = _file_name(entry)
+        is_folder = bool(entry.get("hf_repo")) and not entry.get("hf_file")
+        file_name = str(entry.get("name")) if is_folder else _file_name(entry)
         if not FILE_NAME.match(file_name):
             entry_errors.append("models_list[%d] (%s) would be stored as %r: set file to a plain file name "
                                 "(no folders, not hidden)." % (index, entry.get("name"), file_name))
         errors += entry_errors
         if entry_errors:
             continue
-        orders += _orders(entry, file_name, models_dir, hf_endpoint)
+        if is_folder:
+            folders.append(_folder(entry, models_dir, hf_endpoint))
+        else:
+            orders += _orders(entry, file_name, models_dir, hf_endpoint)
     for key, label in (("name", "name"), ("file", "file")):
         seen: Dict[str, int] = {}
-        for order in orders:
-            seen[order[key]] = seen.get(order[key], 0) + 1
+        for value in [order[key] for order in orders] + [folder["name"] for folder in folders]:
+            seen[value] = seen.get(value, 0) + 1
         errors += ["models_list has %d entries with %s %r: each needs its own." % (count, label, value)
                    for value, count in sorted(seen.items()) if count > 1]
+    failed = bool(errors)
+    return {"models": [] if failed else orders, "folders": [] if failed else folders, "errors": errors}
+
+
+def folder_orders(folders: Sequence[Mapping[str, Any]], listings: Mapping[str, Sequence[Mapping[str, Any]]],
+                  hf_endpoint: str) -> Dict[str, Any]:
+    """fetch_plan's folders and each one's listing (name -> the tree API's items) -> {"models": [order, ...],
+    "errors": [...]}: one order per top-level file the folder's include patterns select, checked against the
+    listing's sha256 (a Git LFS file: the weights) or git blob id (a small file kept in git: config.json)."""
+    orders: List[Dict[str, Any]] = []
+    errors: List[str] = []
+    for folder in folders:
+        where = "models_list entry %s (%s at %s)" % (folder["name"], folder["repo"], folder["revision"])
+        # Hidden files (.gitattributes) are git's, and the folder's own .stamps and .partial are the role's.
+        files = [item for item in listings.get(folder["name"], []) if item.get("type") == "file"
+                 and "/" not in str(item.get("path", "")) and not str(item.get("path", "")).startswith(".")
+                 and any(fnmatch.fnmatchcase(str(item["path"]), glob) for glob in folder["include"])]
+        names = {str(item["path"]) for item in files}
+        if "config.json" not in names:
+            errors.append("%s: the repository has no config.json at its top level, so it is not a model folder "
+                          "vLLM loads. Check hf_repo and hf_revision." % where)
+            continue
+        if not any(name.endswith(".safetensors") for name in names) and not any(name.endswith(".bin") for name in names):
+            errors.append("%s: hf_include=%s selects no weights (*.safetensors). Check the repository has "
+                          "safetensors weights, or add the pattern of its weight files to hf_include." % (
+                              where, folder["include"]))
+            continue
+        for item in sorted(files, key=lambda item: str(item["path"])):
+            lfs = item.get("lfs") or {}
+            sha256 = str(lfs.get("oid") or "")
+            git_sha1 = "" if sha256 else str(item.get("oid") or "")
+            if not FILE_NAME.match(str(item["path"])):
+                errors.append("%s: its file %r has a name the role does not store (letters, digits, '.', '_', '+' "
+                              "and '-'): leave it out of hf_include." % (where, item["path"]))
+                continue
+            if not (SHA256.match(sha256) or GIT_SHA1.match(git_sha1)) or not isinstance(item.get("size"), int):
+                errors.append("%s: the listing gives %s no size and sha256 or git blob id (%r): the server is not "
+                              "a Hugging Face endpoint; check models_hf_endpoint." % (where, item["path"], item))
+                continue
+            orders.append({
+                "name": "%s/%s" % (folder["name"], item["path"]), "model": folder["name"], "part": 1,
+                "file": item["path"], "path": posixpath.join(folder["path"], item["path"]), "source": "hf",
+                "url": hf_resolve_url(hf_endpoint, folder["repo"], folder["revision"], str(item["path"])),
+                "controller_file": "", "sha256": sha256, "git_sha1": git_sha1, "size_bytes": int(item["size"]),
+                "folder": folder["path"]})
     return {"models": orders if not errors else [], "errors": errors}
 
 
@@ -213,14 +319,17 @@ def models_files(orders: Sequence[Mapping[str, Any]], results: Sequence[Mapping[
 
     `orders` are fetch_plan's (every planned file, fetched or not: check mode on a new host plans the later
     roles with what a real run would fetch); `results` are model_files' by order name.
+    A model folder's path is the folder (what vLLM loads), with folder true, sha256 "" and gguf None.
     """
     by_name = {result["name"]: result for result in results}
     files: Dict[str, Any] = {}
     for order in orders:
         state = by_name.get(order["name"], {})
+        folder = order.get("folder", "")
         model = files.setdefault(order["model"], {
-            "path": order["path"], "sha256": order["sha256"], "source": order["source"], "verified": True,
-            "size": 0, "gguf": state.get("gguf"), "parts": []})
+            "path": folder or order["path"], "sha256": "" if folder else order["sha256"], "source": order["source"],
+            "folder": bool(folder), "verified": True, "size": 0, "gguf": None if folder else state.get("gguf"),
+            "parts": []})
         model["parts"].append(order["path"])
         model["verified"] = model["verified"] and bool(state.get("up_to_date"))
         size = state.get("size")
@@ -228,18 +337,32 @@ def models_files(orders: Sequence[Mapping[str, Any]], results: Sequence[Mapping[
     return files
 
 
-def stamp_matches(stamp: Optional[Mapping[str, Any]], sha256: str, size: int, mtime_ns: int) -> bool:
+def wanted_digest(order: Mapping[str, Any]) -> Tuple[str, str]:
+    """(algorithm, value) a file is checked against: its git blob id where the listing gives no sha256
+    (a folder's small files), else its sha256 ("" takes the file's own)."""
+    if order.get("git_sha1"):
+        return "git_sha1", str(order["git_sha1"])
+    return "sha256", str(order.get("sha256") or "")
+
+
+def stamp_matches(stamp: Optional[Mapping[str, Any]], algorithm: str, digest: str, size: int, mtime_ns: int) -> bool:
     """True when the stamp was written for this very file (same size and
-    mtime) after it hashed to sha256."""
+    mtime) after it hashed to digest with algorithm (sha256 or git_sha1)."""
     if not stamp:
         return False
-    return (stamp.get("sha256") == sha256 and stamp.get("size") == size
+    return (stamp.get(algorithm) == digest and stamp.get("size") == size
             and stamp.get("mtime_ns") == mtime_ns)
 
 
-def file_sha256(path: str) -> str:
-    """sha256 of a (multi-GB) file, read in 8 MiB blocks."""
-    digest = hashlib.sha256()
+def file_digest(path: str, algorithm: str = "sha256") -> str:
+    """sha256 of a (multi-GB) file, read in 8 MiB blocks; or with git_sha1 its git blob id: sha1 over
+    "blob <size>\\0" and the bytes (Pro Git, 10.2 Git Objects), what a Hugging Face listing gives a file
+    kept in git rather than Git LFS."""
+    if algorithm == "git_sha1":
+        digest = hashlib.sha1()  # nosec B324: git's object id, compared with the repository's, not a secret
+        digest.update(b"blob %d\0" % os.path.getsize(path))
+    else:
+        digest = hashlib.sha256()
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(8 * 1024 * 1024), b""):
             digest.update(block)

@@ -19,6 +19,12 @@ from ansible.module_utils.llama_server_plan import health_url, is_loopback
 HF_REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
 SERVED_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$")
 ENTRYPOINT = "vllm.entrypoints.openai.api_server"
+# vllm_server_max_model_len: auto on a model the role cannot read before vLLM starts (a repository): the
+# role's earlier fixed default.
+AUTO_FALLBACK_MAX_MODEL_LEN = 4096
+# The shortest max_model_len auto settles for: less is no use to a chat or an IDE plugin; a number set
+# explicitly may still be lower.
+AUTO_MIN_MAX_MODEL_LEN = 4096
 # Flags the role sets from its variables; in extra args they would contradict
 # them (or, for --api-key, put the key on the command line, visible in ps).
 ROLE_FLAGS = {
@@ -104,8 +110,11 @@ def _errors(settings: Mapping[str, Any]) -> List[str]:
     errors = []
     model = str(settings.get("model") or "")
     if not (is_local_model(model) or HF_REPO.match(model)):
-        errors.append("vllm_server_model=%s is neither an absolute path to a model folder nor a Hugging Face "
-                      "repository (organisation/name)" % (model or '""'))
+        folders = list(settings.get("model_folders") or [])
+        errors.append("vllm_server_model=%s is neither an absolute path to a model folder, a Hugging Face "
+                      "repository (organisation/name), nor the name of a models_list model folder (an hf_repo entry "
+                      "without hf_file; %s)" % (model or '""', "those here: " + ", ".join(folders) if folders
+                                                 else "models_files has none: is the models role in the play?"))
     served = str(settings.get("served_model_name") or "")
     if served and not SERVED_NAME.match(served):
         errors.append("vllm_server_served_model_name=%s must be letters, digits and . _ : / -" % served)
@@ -137,8 +146,9 @@ def _errors(settings: Mapping[str, Any]) -> List[str]:
         errors.append("vllm_server_gpu_memory_utilization=%s must be between 0.1 and 0.98 (the rest is the "
                       "CUDA context and other processes' share)" % utilization)
     max_len = settings.get("max_model_len")
-    if not isinstance(max_len, int) or isinstance(max_len, bool) or max_len < 16:
-        errors.append("vllm_server_max_model_len=%s must be a whole number of tokens, 16 or more" % max_len)
+    if max_len != "auto" and (not isinstance(max_len, int) or isinstance(max_len, bool) or max_len < 16):
+        errors.append("vllm_server_max_model_len=%s must be auto (the longest that fits) or a whole number of "
+                      "tokens, 16 or more" % max_len)
     if effective_dtype(str(settings.get("dtype") or ""), settings.get("gpu_facts") or []) == "bfloat16" \
             and [c for c in _capabilities(settings.get("gpu_facts") or []) if c < VOLTA_FREE_CC]:
         errors.append("vllm_dtype=bfloat16 cannot run below compute capability 8.0 (Volta): use half")
@@ -187,6 +197,11 @@ def kv_cache_warnings(settings: Mapping[str, Any]) -> List[str]:
     return []
 
 
+def _max_model_len(settings: Mapping[str, Any]) -> int:
+    """The number planned (a model folder's "auto" is resolved by plan_max_model_len before), else the fallback."""
+    return AUTO_FALLBACK_MAX_MODEL_LEN if settings["max_model_len"] == "auto" else int(settings["max_model_len"])
+
+
 def default_served_name(model: str) -> str:
     """The name clients ask for when vllm_server_served_model_name is "": the model folder's or the
     repository's own name (Qwen2.5-14B-Instruct-GPTQ-Int4), not the whole path or organisation/name that IDE
@@ -197,7 +212,8 @@ def default_served_name(model: str) -> str:
 def plan_server(settings: Mapping[str, Any]) -> Dict[str, Any]:
     """``{"errors": [...]}`` or the unit's argv, environment and health URL.
 
-    settings: python (the virtualenv's), model, served_model_name, host, port,
+    settings: python (the virtualenv's), model (a folder's path or a repository), model_folders (the
+    models_list folder names, for the refusal), served_model_name, host, port,
     gpus, gpu_count (0: unknown), gpu_facts (nvidia_gpus), dtype,
     quantization ("" none), max_model_len, gpu_memory_utilization,
     enforce_eager, extra_args, api_key_set, state_dir, hf_endpoint,
@@ -221,7 +237,7 @@ def plan_server(settings: Mapping[str, Any]) -> Dict[str, Any]:
             "--dtype", dtype,
             "--tensor-parallel-size", str(len(gpus)),
             "--gpu-memory-utilization", "%g" % settings["gpu_memory_utilization"],
-            "--max-model-len", str(settings["max_model_len"]),
+            "--max-model-len", str(_max_model_len(settings)),
             "--download-dir", "%s/hf/hub" % settings["state_dir"]]
     if settings.get("quantization"):
         argv += ["--quantization", str(settings["quantization"])]
@@ -287,7 +303,10 @@ def plan_server(settings: Mapping[str, Any]) -> Dict[str, Any]:
         "ip_allow": ip_allow,
         "health_url": health_url(host, int(settings["port"])),
         "served_model_name": served,
-        "warnings": kv_cache_warnings(settings),
+        "warnings": kv_cache_warnings(settings) + ([
+            "vllm_server_max_model_len=auto on %s, which the role cannot read before vLLM downloads it: %d tokens. "
+            "Fetch it as a models_list model folder to size it to the GPUs, or set a number" % (
+                model, AUTO_FALLBACK_MAX_MODEL_LEN)] if settings["max_model_len"] == "auto" else []),
     }
 
 
@@ -352,6 +371,29 @@ def plan_memory(shape: Mapping[str, Any], weights_bytes: int, max_model_len: int
                 fits=required <= budget, fitting_max_model_len=max_model_len if required <= budget else low * 16)
 
 
+def plan_max_model_len(shape: Mapping[str, Any], weights_bytes: int, max_model_len: Any, gpus: int,
+                       gpu_memory_mib: int, utilization: float, kv_cache_dtype: str = "auto") -> Dict[str, Any]:
+    """plan_memory for a number, or for "auto": the model's trained length (max_position_embeddings) when one
+    sequence of it fits, else the longest multiple of 16 that does, down to AUTO_MIN_MAX_MODEL_LEN (vLLM itself
+    starts with the trained length and stops when its KV cache cannot hold one such sequence: "The model's max
+    seq len ... is larger than the maximum number of tokens that can be stored in KV cache",
+    vllm/worker/worker.py raise_if_cache_size_invalid). "chosen": set, trained, fitted, or floor (auto found
+    less than the floor: the plan at the floor, which does not fit)."""
+    def planned(length: int) -> Dict[str, Any]:
+        return plan_memory(shape, weights_bytes, length, gpus, gpu_memory_mib, utilization, kv_cache_dtype)
+
+    if max_model_len != "auto":
+        return dict(planned(int(max_model_len)), chosen="set")
+    trained = int(shape.get("context_length") or AUTO_FALLBACK_MAX_MODEL_LEN)
+    plan = planned(trained)
+    if plan["fits"]:
+        return dict(plan, chosen="trained")
+    floor = min(AUTO_MIN_MAX_MODEL_LEN, trained)
+    if plan["fitting_max_model_len"] >= floor:
+        return dict(planned(plan["fitting_max_model_len"]), chosen="fitted", trained_max_model_len=trained)
+    return dict(planned(floor), chosen="floor", fitting_max_model_len=plan["fitting_max_model_len"])
+
+
 def weights_bytes(files: Sequence[Mapping[str, Any]]) -> int:
     """Bytes vLLM loads from a model folder's files ({"path", "size"}): the
     *.safetensors when there are any (without consolidated.safetensors, the
@@ -369,7 +411,12 @@ def memory_verdict(plan: Mapping[str, Any]) -> str:
                   "+ KV cache %(kv_cache_mib)d (%(kv_cache_dtype)s, %(max_model_len)d tokens) = %(required_mib)d MiB of "
                   "%(budget_mib)d MiB (%(utilization)g x %(gpu_memory_mib)d) per GPU, %(gpus)d GPU(s)" % plan)
     if plan["fits"]:
-        return "fits: " + arithmetic
+        chosen = {"trained": "; max_model_len auto: the model's trained length",
+                  "fitted": "; max_model_len auto: the longest that fits (the model's trained length is %d)" % (
+                      plan.get("trained_max_model_len") or 0)}.get(str(plan.get("chosen")), "")
+        return "fits: " + arithmetic + chosen
+    if plan.get("chosen") == "floor":
+        arithmetic += "; max_model_len auto settles for no less than %d tokens" % plan["max_model_len"]
     remedies = []
     if plan["fitting_max_model_len"] >= 16:
         remedies.append("lower vllm_server_max_model_len to %d" % plan["fitting_max_model_len"])

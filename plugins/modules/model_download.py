@@ -5,7 +5,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 ---
 module: model_download
-short_description: Download a file, resuming a partial one with HTTP Range, and move it in place once its sha256 matches
+short_description: Download a file, resuming a partial one with HTTP Range, and move it in place once its digest matches
 description:
   - A I(dest) whose sha256 already matches is left alone (hashed, not downloaded again).
   - Otherwise the bytes go to I(partial_dir)/<name of dest>.part. A partial file from an earlier, interrupted run is
@@ -26,7 +26,11 @@ options:
   sha256:
     description: Its sha256 (64 hex digits).
     type: str
-    required: true
+  git_sha1:
+    description:
+      - Instead of I(sha256), its git blob id (40 hex digits), what a Hugging Face listing gives a small file
+        kept in git rather than Git LFS.
+    type: str
   partial_dir:
     description: Folder for partial files, on the same file system as I(dest).
     type: path
@@ -71,7 +75,7 @@ import fcntl
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.model_sources import file_sha256
+from ansible.module_utils.model_sources import file_digest, wanted_digest
 from ansible.module_utils.resumable_download import continuation, range_header
 from ansible.module_utils.run_lock import RUN_LOCK
 from ansible.module_utils.six.moves.urllib.error import HTTPError
@@ -130,16 +134,21 @@ def main():
         argument_spec={
             "url": {"type": "str", "required": True},
             "dest": {"type": "path", "required": True},
-            "sha256": {"type": "str", "required": True},
+            "sha256": {"type": "str"},
+            "git_sha1": {"type": "str"},
             "partial_dir": {"type": "path", "required": True},
             "headers": {"type": "dict", "default": {}, "no_log": True},
             "timeout": {"type": "int", "default": 60},
             "validate_certs": {"type": "bool", "default": True},
         },
+        required_one_of=[("sha256", "git_sha1")],
+        mutually_exclusive=[("sha256", "git_sha1")],
         supports_check_mode=True,
     )
-    dest, wanted = module.params["dest"], module.params["sha256"].lower()
-    if os.path.exists(dest) and file_sha256(dest) == wanted:
+    dest = module.params["dest"]
+    algorithm, wanted = wanted_digest(module.params)
+    wanted = wanted.lower()
+    if os.path.exists(dest) and file_digest(dest, algorithm) == wanted:
         module.exit_json(changed=False, resumed_from=0, size=os.path.getsize(dest))
     if module.check_mode:
         module.exit_json(changed=True, resumed_from=0, size=0)
@@ -147,11 +156,11 @@ def main():
     with open(RUN_LOCK, "a") as lock:
         fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
         resumed = _fetch(module, part)
-        got = file_sha256(part)
+        got = file_digest(part, algorithm)
         if got != wanted:
             os.remove(part)
-            module.fail_json(msg="%s has sha256 %s, not %s: removed the partial file; the next attempt downloads it "
-                                 "again." % (module.params["url"], got, wanted), resumed_from=resumed)
+            module.fail_json(msg="%s has %s %s, not %s: removed the partial file; the next attempt downloads it "
+                                 "again." % (module.params["url"], algorithm, got, wanted), resumed_from=resumed)
         os.chmod(part, 0o644)
         os.rename(part, dest)
         directory = os.open(os.path.dirname(dest), os.O_RDONLY)

@@ -18,8 +18,10 @@ options:
   models:
     description:
       - The files, as the models role plans them. Each needs C(name) and C(path) (absolute); C(sha256) is the
-        sha256 the file must have (empty takes the file's own); C(part) is the file's part number in a split GGUF
-        set (1 when absent; only part 1 has metadata to read). Other keys are ignored.
+        sha256 the file must have (empty takes the file's own); C(git_sha1), instead, its git blob id (a
+        Hugging Face folder's small files); C(part) is the file's part number in a split GGUF
+        set (1 when absent; only part 1 has metadata to read); C(folder), the model folder the file belongs to.
+        Other keys are ignored.
     type: list
     elements: dict
     required: true
@@ -64,7 +66,10 @@ models:
       description: Size in bytes, null when absent.
       type: int
     sha256:
-      description: The verified sha256, null until verified.
+      description: The verified sha256, null until verified (and for a file checked by its git blob id).
+      type: str
+    git_sha1:
+      description: The verified git blob id of a file checked by it (C(git_sha1) given), else null.
       type: str
     gguf:
       description:
@@ -82,6 +87,12 @@ leftover_partials:
   description: Files in the models' C(.partial) folders that no listed model's download continues.
   returned: always
   type: list
+leftover_files:
+  description:
+    - Top-level files of model folders (models with C(folder)) that no model names, and their stamps: what another
+      revision of the folder left.
+  returned: always
+  type: list
 """
 
 import json
@@ -89,7 +100,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.gguf_metadata import GGUFError, model_summary, read_gguf_metadata
-from ansible.module_utils.model_sources import file_sha256, stamp_matches
+from ansible.module_utils.model_sources import file_digest, stamp_matches, wanted_digest
 
 def stamp_path(path):
     return os.path.join(os.path.dirname(path), ".stamps", os.path.basename(path) + ".json")
@@ -111,7 +122,7 @@ def _fsync(path):
         os.close(descriptor)
 
 
-def write_stamp(module, path, sha256, stat):
+def write_stamp(module, path, algorithm, digest, stat):
     """The stamp certifies the file's bytes: both are on disk before it names them (a power cut
     between the two leaves a file without a stamp, hashed again, never a stamp without its file)."""
     _fsync(path)
@@ -119,7 +130,7 @@ def write_stamp(module, path, sha256, stat):
     os.makedirs(os.path.dirname(target), mode=0o755, exist_ok=True)
     temporary = target + ".tmp"
     with open(temporary, "w") as handle:
-        json.dump({"sha256": sha256, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}, handle)
+        json.dump({algorithm: digest, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}, handle)
         handle.flush()
         os.fsync(handle.fileno())
     os.chmod(temporary, 0o644)
@@ -145,6 +156,23 @@ def leftover_partials(specs, results):
     return leftovers
 
 
+def leftover_files(specs):
+    """Files at the top level of the model folders that none of their orders names (another revision's weights,
+    which vLLM's *.safetensors glob would load), with their stamps."""
+    wanted = {spec["path"] for spec in specs}
+    leftovers = []
+    for folder in sorted({spec["folder"] for spec in specs if spec["folder"]}):
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        for name in sorted(names):
+            path = os.path.join(folder, name)
+            if not name.startswith(".") and path not in wanted:
+                leftovers += [path] + ([stamp_path(path)] if os.path.exists(stamp_path(path)) else [])
+    return leftovers
+
+
 def free_bytes(folder):
     while not os.path.exists(folder):
         folder = os.path.dirname(folder) or "/"
@@ -162,8 +190,10 @@ def gguf_summary(module, path):
 
 def check_one(module, spec, record):
     """-> (result dict, whether a stamp was (or in check mode would be) written)."""
-    path, wanted = spec["path"], spec["sha256"]
-    result = dict(name=spec["name"], path=path, exists=False, up_to_date=False, size=None, sha256=None, gguf=None,
+    path = spec["path"]
+    algorithm, wanted = wanted_digest(spec)
+    result = dict(name=spec["name"], path=path, exists=False, up_to_date=False, size=None, sha256=None, git_sha1=None,
+                  gguf=None,
                   partial_bytes=os.path.getsize(partial_path(path)) if os.path.isfile(partial_path(path)) else 0)
     try:
         stat = os.stat(path)
@@ -173,19 +203,20 @@ def check_one(module, spec, record):
         return result, False
     result.update(exists=True, size=stat.st_size)
     stamp = read_stamp(path)
-    stamped = stamp_matches(stamp, wanted or (stamp or {}).get("sha256", ""), stat.st_size, stat.st_mtime_ns)
+    stamped = stamp_matches(stamp, algorithm, wanted or (stamp or {}).get(algorithm, ""), stat.st_size,
+                            stat.st_mtime_ns)
     wrote = False
     if stamped:
-        result["sha256"] = stamp["sha256"]
+        result[algorithm] = stamp[algorithm]
     elif record:
-        actual = file_sha256(path)
+        actual = file_digest(path, algorithm)
         if wanted and actual != wanted:
-            module.fail_json(msg="%s (model %s) has sha256 %s, not the %s asked for: the file is corrupt or "
-                                 "another one. It is not used; remove it or correct the sha256." % (
-                                     path, spec["name"], actual, wanted))
+            module.fail_json(msg="%s (model %s) has %s %s, not the %s asked for: the file is corrupt or "
+                                 "another one. It is not used; remove it or correct the %s." % (
+                                     path, spec["name"], algorithm, actual, wanted, algorithm))
         if not module.check_mode:
-            write_stamp(module, path, actual, stat)
-        result["sha256"], stamped, wrote = actual, True, True
+            write_stamp(module, path, algorithm, actual, stat)
+        result[algorithm], stamped, wrote = actual, True, True
     result["up_to_date"] = stamped
     if stamped:
         # Nothing continues it: model_files reports it as a leftover.
@@ -210,7 +241,8 @@ def main():
         if not model.get("name") or not str(model.get("path", "")).startswith("/"):
             module.fail_json(msg="models[%d] needs a name and an absolute path (got %r)." % (index, model))
         specs.append(dict(name=str(model["name"]), path=str(model["path"]), sha256=str(model.get("sha256") or ""),
-                          part=int(model.get("part") or 1)))
+                          git_sha1=str(model.get("git_sha1") or ""), part=int(model.get("part") or 1),
+                          folder=str(model.get("folder") or "")))
     results, changed = [], False
     for spec in specs:
         result, wrote = check_one(module, spec, module.params["record"])
@@ -218,7 +250,7 @@ def main():
         changed = changed or wrote
     folder = os.path.dirname(specs[0]["path"]) if specs else "/"
     module.exit_json(changed=changed, models=results, free_bytes=free_bytes(folder),
-                     leftover_partials=leftover_partials(specs, results))
+                     leftover_partials=leftover_partials(specs, results), leftover_files=leftover_files(specs))
 
 
 if __name__ == "__main__":

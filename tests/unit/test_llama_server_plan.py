@@ -6,7 +6,8 @@ import pytest
 from ansible.module_utils.llama_server_plan import health_url, plan_instances, refused_extra_args, staggered_calendar
 from sample_llama_server import llama_server_settings, planned
 
-MODELS = {"qwen": {"path": "/srv/models/qwen.gguf", "sha256": "a" * 64}}
+MODELS = {"qwen": {"path": "/srv/models/qwen.gguf", "sha256": "a" * 64},
+          "qwen-folder": {"path": "/srv/models/qwen-folder", "sha256": "", "folder": True}}
 
 
 def plan(instances, **changes):
@@ -112,7 +113,8 @@ def test_listening_beyond_loopback_needs_a_key():
     ({"name": "A", "model": "qwen", "port": 1}, "is not an instance name"),
     ({"name": "a-health", "model": "qwen", "port": 1}, "not ending in -health"),
     ({"name": "a", "model": "qwen", "port": 70000}, "is not a TCP port"),
-    ({"name": "a", "model": "mistral", "port": 1}, "known: qwen"),
+    ({"name": "a", "model": "mistral", "port": 1}, "(known: qwen)"),
+    ({"name": "a", "model": "qwen-folder", "port": 1}, "is a Hugging Face model folder (for vllm_server_model)"),
     ({"name": "a", "model": "qwen", "port": 1, "gpus": [2]}, "it has 2 (indexes 0-1)"),
     ({"name": "a", "model": "qwen", "port": 1, "gpus": [0, 0]}, "distinct GPU indexes"),
     ({"name": "a", "model": "qwen", "port": 1, "gpus": [0], "split_mode": "layer"}, "fewer than two"),

@@ -116,3 +116,26 @@ def test_parts_after_the_first_of_a_split_set_are_verified_without_metadata(tmp_
     assert result["models"][0]["up_to_date"] is True and result["models"][0]["gguf"] is None
     failed = run(capsys, {"models": [{"name": "q", "path": str(part_2)}], "record": True}, expect_failure=True)
     assert "no general.architecture" in failed["msg"]
+
+
+def test_a_folder_file_is_checked_by_its_git_blob_id_and_other_revisions_files_are_leftovers(tmp_path, capsys):
+    """A model folder's small files carry the git blob id of the Hub's listing (`git hash-object` of the bytes);
+    a file no order names (another revision's shard, which vLLM's *.safetensors glob would load) is a leftover,
+    with its stamp."""
+    folder = tmp_path / "models" / "smol-folder"
+    (folder / ".stamps").mkdir(parents=True)
+    (folder / "config.json").write_bytes(b"hello\n")
+    (folder / "model-00002-of-00002.safetensors").write_bytes(b"old")
+    (folder / ".stamps" / "model-00002-of-00002.safetensors.json").write_text("{}")
+    spec = {"models": [{"name": "smol-folder/config.json", "path": str(folder / "config.json"), "sha256": "",
+                        "git_sha1": "ce013625030ba8dba906f756967f9e9ca394464a", "folder": str(folder)}],
+            "record": True}
+    recorded = run(capsys, spec)
+    assert recorded["models"][0]["up_to_date"] and recorded["models"][0]["git_sha1"] == spec["models"][0]["git_sha1"]
+    assert json.loads((folder / ".stamps" / "config.json.json").read_text())["git_sha1"] == spec["models"][0]["git_sha1"]
+    assert recorded["leftover_files"] == [str(folder / "model-00002-of-00002.safetensors"),
+                                          str(folder / ".stamps" / "model-00002-of-00002.safetensors.json")]
+
+    (folder / "config.json").write_bytes(b"HELLO\n")
+    changed = run(capsys, spec, expect_failure=True)
+    assert "has git_sha1 " in changed["msg"] and "not the ce013625" in changed["msg"]

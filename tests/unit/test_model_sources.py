@@ -1,9 +1,12 @@
 """models_list -> fetch orders; stamps."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from ansible.module_utils.model_sources import fetch_plan, hf_resolve_url, models_files, split_parts, stamp_matches
+from ansible.module_utils.model_sources import (fetch_plan, file_digest, folder_orders, hf_resolve_url, models_files,
+                                                split_parts, stamp_matches)
 
 SHA = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 
@@ -24,7 +27,7 @@ def test_the_three_sources():
     assert url == {"name": "smol", "model": "smol", "part": 1, "file": "SmolLM2-135M-Instruct.Q4_1.gguf",
                    "path": "/srv/models/SmolLM2-135M-Instruct.Q4_1.gguf", "source": "url",
                    "url": "https://mirror.example/m/SmolLM2-135M-Instruct.Q4_1.gguf?download=1",
-                   "controller_file": "", "sha256": SHA, "size_bytes": None}
+                   "controller_file": "", "sha256": SHA, "git_sha1": "", "size_bytes": None}
     assert hf["url"] == ("https://hf-mirror.com/HuggingFaceTB/SmolLM2-135M-Instruct-GGUF/resolve/"
                          "refs%2Fpr%2F1/sub%20dir/smol.gguf")
     assert hf["file"] == "smol.gguf" and hf["size_bytes"] == 98362432
@@ -44,7 +47,11 @@ def test_hf_revision_defaults_to_main():
     ({"name": "x", "url": "https://m/x.gguf", "sha256": "ABC"}, "is not a sha256"),
     ({"name": "x", "hf_repo": "a/b", "hf_file": "x.gguf"}, "has no sha256"),
     ({"name": "x", "hf_repo": "nope", "hf_file": "x.gguf", "sha256": SHA}, "is not a Hugging Face repository"),
-    ({"name": "x", "hf_repo": "a/b", "sha256": SHA}, "has hf_repo but no hf_file"),
+    ({"name": "x", "hf_repo": "a/b", "sha256": SHA}, "model folder (hf_repo without hf_file) with sha256"),
+    ({"name": "x", "hf_repo": "a/b", "hf_include": "*.json"}, "hf_include='*.json' must be a list"),
+    ({"name": "x", "hf_repo": "a/b", "hf_include": ["original/*"]}, "top level"),
+    ({"name": "x", "hf_repo": "a/b", "hf_revision": 0}, "hf_revision=0 is not a branch, tag or commit id: quote it"),
+    ({"name": "x", "url": "https://m/x.gguf", "sha256": SHA, "hf_include": ["*"]}, "hf_include without being"),
     ({"name": "x", "url": "https://m/x.gguf", "controller_file": "/x", "sha256": SHA}, "names url and controller_file"),
     ({"name": "x"}, "names no source"),
     ({"name": "x", "url": "ftp://m/x.gguf", "sha256": SHA}, "is not an http(s) URL"),
@@ -71,13 +78,94 @@ def test_not_a_list_is_refused():
     assert plan({"name": "a"})["errors"] == ["models_list must be a list of models (got {'name': 'a'})."]
 
 
-def test_a_stamp_matches_only_the_same_file_with_the_same_sha256():
+def test_a_stamp_matches_only_the_same_file_with_the_same_digest():
     stamp = {"sha256": SHA, "size": 10, "mtime_ns": 5}
-    assert stamp_matches(stamp, SHA, 10, 5)
-    assert not stamp_matches(stamp, "0" * 64, 10, 5)
-    assert not stamp_matches(stamp, SHA, 11, 5)
-    assert not stamp_matches(stamp, SHA, 10, 6)
-    assert not stamp_matches(None, SHA, 10, 5)
+    assert stamp_matches(stamp, "sha256", SHA, 10, 5)
+    assert not stamp_matches(stamp, "sha256", "0" * 64, 10, 5)
+    assert not stamp_matches(stamp, "sha256", SHA, 11, 5)
+    assert not stamp_matches(stamp, "sha256", SHA, 10, 6)
+    assert not stamp_matches(None, "sha256", SHA, 10, 5)
+    assert not stamp_matches(stamp, "git_sha1", SHA, 10, 5)
+
+
+def test_the_git_blob_id_is_gits(tmp_path):
+    """`git hash-object` of the same bytes (git 2.39 here): e69de29... is git's id of the empty blob."""
+    empty, hello = tmp_path / "empty", tmp_path / "hello"
+    empty.write_bytes(b"")
+    hello.write_bytes(b"hello\n")
+    assert file_digest(str(empty), "git_sha1") == "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"
+    assert file_digest(str(hello), "git_sha1") == "ce013625030ba8dba906f756967f9e9ca394464a"
+    assert file_digest(str(hello)) == "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03"
+
+
+# The tree API's items as huggingface_hub 0.24's list_repo_tree reads them (hf_api.py RepoFile: path, size,
+# oid, lfs {oid = sha256, size, pointerSize}); sizes of Qwen/Qwen2.5-14B-Instruct-GPTQ-Int4's files.
+LFS_SHA = "9" * 64
+LISTING = [
+    {"type": "file", "oid": "a" * 40, "size": 1519, "path": ".gitattributes"},
+    {"type": "file", "oid": "b" * 40, "size": 1080, "path": "config.json"},
+    {"type": "file", "oid": "c" * 40, "size": 6000, "path": "README.md"},
+    {"type": "file", "oid": "d" * 40, "size": 3987241000, "path": "model-00001-of-00003.safetensors",
+     "lfs": {"oid": LFS_SHA, "size": 3987241000, "pointerSize": 135}},
+    {"type": "file", "oid": "e" * 40, "size": 7031645, "path": "tokenizer.json",
+     "lfs": {"oid": "8" * 64, "size": 7031645, "pointerSize": 133}},
+    {"type": "directory", "oid": "f" * 40, "size": 0, "path": "original"},
+    {"type": "file", "oid": "1" * 40, "size": 9, "path": "original/consolidated.pth",
+     "lfs": {"oid": "7" * 64, "size": 9, "pointerSize": 128}},
+]
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+
+
+def test_a_model_folder_becomes_one_order_per_file_vllm_reads():
+    result = plan([{"name": "qwen-gptq", "hf_repo": "Qwen/Qwen2.5-14B-Instruct-GPTQ-Int4", "hf_revision": COMMIT}],
+                  endpoint="https://hf-mirror.com")
+    assert result["errors"] == [] and result["models"] == []
+    folder, = result["folders"]
+    assert folder["path"] == "/srv/models/qwen-gptq" and folder["pinned"]
+    assert folder["listing_url"] == ("https://hf-mirror.com/api/models/Qwen/Qwen2.5-14B-Instruct-GPTQ-Int4/tree/"
+                                     + COMMIT + "?recursive=true")
+    orders = folder_orders(result["folders"], {"qwen-gptq": LISTING}, "https://hf-mirror.com")
+    assert orders["errors"] == []
+    assert [order["file"] for order in orders["models"]] == [
+        "config.json", "model-00001-of-00003.safetensors", "tokenizer.json"]
+    config, weights, _ = orders["models"]
+    assert (config["git_sha1"], config["sha256"], config["size_bytes"]) == ("b" * 40, "", 1080)
+    assert (weights["git_sha1"], weights["sha256"]) == ("", LFS_SHA)
+    assert weights["path"] == "/srv/models/qwen-gptq/model-00001-of-00003.safetensors"
+    assert weights["url"] == ("https://hf-mirror.com/Qwen/Qwen2.5-14B-Instruct-GPTQ-Int4/resolve/" + COMMIT
+                              + "/model-00001-of-00003.safetensors")
+    assert weights["name"] == "qwen-gptq/model-00001-of-00003.safetensors" and weights["model"] == "qwen-gptq"
+    files = models_files(orders["models"], [{"name": order["name"], "up_to_date": True, "size": order["size_bytes"]}
+                                            for order in orders["models"]])
+    assert files["qwen-gptq"]["path"] == "/srv/models/qwen-gptq" and files["qwen-gptq"]["folder"]
+    assert files["qwen-gptq"]["verified"] and files["qwen-gptq"]["size"] == 1080 + 3987241000 + 7031645
+    assert len(files["qwen-gptq"]["parts"]) == 3
+
+
+def test_a_branch_is_listed_every_run():
+    folder, = plan([{"name": "q", "hf_repo": "a/b"}])["folders"]
+    assert folder["revision"] == "main" and not folder["pinned"]
+
+
+@pytest.mark.parametrize("listing, include, expect", [
+    ([item for item in LISTING if item["path"] != "config.json"], None, "has no config.json"),
+    (LISTING, ["*.json"], "selects no weights"),
+    ([{"type": "file", "oid": "b" * 40, "size": 5, "path": "config.json"},
+      {"type": "file", "size": 5, "path": "w.safetensors"}], None, "is not a Hugging Face endpoint"),
+    (LISTING + [{"type": "file", "oid": "b" * 40, "size": 5, "path": "added tokens.json"}], None,
+     "has a name the role does not store"),
+])
+def test_a_folder_vllm_could_not_load_is_refused(listing, include, expect):
+    entry = {"name": "q", "hf_repo": "a/b"}
+    if include:
+        entry["hf_include"] = include
+    result = folder_orders(plan([entry])["folders"], {"q": listing}, "https://huggingface.co")
+    assert result["models"] == [] and re.search(expect, " ".join(result["errors"]))
+
+
+def test_a_folder_and_a_file_cannot_share_a_name():
+    result = plan([{"name": "q", "hf_repo": "a/b"}, {"name": "q", "url": "https://m/q.gguf", "sha256": SHA}])
+    assert "2 entries with name 'q'" in " ".join(result["errors"])
 
 
 
@@ -134,7 +222,8 @@ def test_models_files_hands_a_split_set_on_as_one_model():
     results = [{"name": order["name"], "up_to_date": True, "size": 10 * order["part"],
                 "gguf": {"architecture": "qwen3"} if order["part"] == 1 else None} for order in orders]
     files = models_files(orders, results)
-    assert files["qwen"] == {"path": "/srv/models/" + PART_1, "sha256": SHA, "source": "url", "verified": True,
+    assert files["qwen"] == {"path": "/srv/models/" + PART_1, "sha256": SHA, "source": "url", "folder": False,
+                             "verified": True,
                              "size": 60, "gguf": {"architecture": "qwen3"},
                              "parts": ["/srv/models/Qwen3-32B-Q4_K_M-0000%d-of-00003.gguf" % n for n in (1, 2, 3)]}
     assert files["smol"]["parts"] == ["/srv/models/s.gguf"] and files["smol"]["size"] == 10

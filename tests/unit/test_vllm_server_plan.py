@@ -8,6 +8,7 @@ from ansible.module_utils.memory_plan import shape_from_hf_config
 from ansible.module_utils.vllm_server_plan import (
     effective_dtype,
     memory_verdict,
+    plan_max_model_len,
     plan_memory,
     plan_server,
     refused_extra_args,
@@ -74,13 +75,15 @@ def test_no_quantization_and_cuda_graphs_when_asked():
 @pytest.mark.parametrize("changes, message", [
     (dict(host="0.0.0.0"), "vllm_server_host=0.0.0.0 exposes the API beyond this host without a key"),
     (dict(model="qwen"), "vllm_server_model=qwen is neither an absolute path"),
+    (dict(model="qwen", model_folders=["smol-folder"]), "models_list model folder (an hf_repo entry without hf_file; "
+                                                         "those here: smol-folder)"),
     (dict(model=""), 'vllm_server_model="" is neither'),
     (dict(port=70000), "vllm_server_port=70000 must be 1-65535"),
     (dict(gpus=[]), "vllm_server_gpus=[] must be a list of GPU indexes"),
     (dict(gpus=[0, 0]), "vllm_server_gpus=[0, 0] names a GPU twice"),
     (dict(gpus=[2]), "vllm_server_gpus=[2]: this host has 2 GPU(s), indexes 0-1"),
     (dict(gpu_memory_utilization=1.0), "vllm_server_gpu_memory_utilization=1.0 must be between 0.1 and 0.98"),
-    (dict(max_model_len=0), "vllm_server_max_model_len=0 must be a whole number"),
+    (dict(max_model_len=0), "vllm_server_max_model_len=0 must be auto (the longest that fits) or a whole number"),
     (dict(extra_args=["--api-key=x"]), "--api-key (set vllm_server_api_key instead)"),
     (dict(extra_args=["-tp", "4"]), "-tp (set vllm_server_gpus instead)"),
     # vLLM reads _ as - and argparse takes unambiguous prefixes.
@@ -145,6 +148,34 @@ def test_on_two_v100s_it_fits_and_a_too_long_context_gets_a_fitting_length():
     assert 8192 < long["fitting_max_model_len"] < 400_000 and long["fitting_max_model_len"] % 16 == 0
     assert plan_memory(shape, 29_540_000_000, long["fitting_max_model_len"], 2, 32768, 0.9)["fits"]
     assert "lower vllm_server_max_model_len to %d" % long["fitting_max_model_len"] in memory_verdict(long)
+
+
+def test_max_model_len_auto_takes_the_trained_length_or_the_longest_that_fits_down_to_a_floor():
+    shape = vars(shape_from_hf_config(QWEN25_14B))
+    # GPTQ-Int4 14B (~9.9 GB) on one V100: the whole trained 32768 tokens fit.
+    gptq = plan_max_model_len(shape, 9_900_000_000, "auto", 1, 32768, 0.9)
+    assert gptq["fits"] and gptq["chosen"] == "trained" and gptq["max_model_len"] == 32768
+    assert memory_verdict(gptq).endswith("; max_model_len auto: the model's trained length")
+    # fp16 14B on two V100s at 0.6 of their memory: 32768 do not fit, the longest that does is chosen.
+    two = plan_max_model_len(shape, 29_540_000_000, "auto", 2, 32768, 0.6)
+    assert two["chosen"] == "fitted" and two["fits"] and 8192 < two["max_model_len"] < 32768
+    assert two["max_model_len"] == plan_memory(shape, 29_540_000_000, 32768, 2, 32768, 0.6)["fitting_max_model_len"]
+    assert "the longest that fits (the model's trained length is 32768)" in memory_verdict(two)
+    # fp16 14B on one: 1280 tokens would fit; auto settles for no less than 4096, so it refuses, saying so.
+    one = plan_max_model_len(shape, 29_540_000_000, "auto", 1, 32768, 0.9)
+    assert one["chosen"] == "floor" and not one["fits"] and one["max_model_len"] == 4096
+    assert "auto settles for no less than 4096 tokens. To fit: lower vllm_server_max_model_len to 1280" in \
+        memory_verdict(one)
+    # A number is planned as given.
+    assert plan_max_model_len(shape, 29_540_000_000, 8192, 2, 32768, 0.9)["chosen"] == "set"
+
+
+def test_max_model_len_auto_on_a_repository_is_the_fallback_with_a_warning():
+    plan = plan_server(settings(max_model_len="auto"))
+    assert plan["argv"][plan["argv"].index("--max-model-len") + 1] == "4096"
+    assert any("vllm_server_max_model_len=auto on Qwen/Qwen2.5-14B-Instruct-GPTQ-Int4" in warning
+               for warning in plan["warnings"])
+    assert plan_server(settings())["warnings"] == []
 
 
 def test_an_fp8_kv_cache_is_counted_at_one_byte_and_fits_a_longer_context():

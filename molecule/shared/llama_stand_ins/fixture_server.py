@@ -6,7 +6,9 @@ gets 206 and the rest of the file, as Hugging Face's CDN answers, so that an
 interrupted model download continues). Paths under /hf/ STAND IN
 for Hugging Face (HF_ENDPOINT=http://127.0.0.1:PORT/hf, files at
 /hf/<owner>/<repo>/resolve/<revision>/<file>) and answer 401 unless the request
-carries "Authorization: Bearer TOKEN", as a gated repository does.
+carries "Authorization: Bearer TOKEN", as a gated repository does. A file
+with a sibling <file>.next is answered with "Link: <URL in it>; rel=next", as
+the Hub pages a repository's file listing (hf_model_folder.py).
 
     fixture_server.py FOLDER PORT TOKEN [BYTES_PER_SECOND]
 
@@ -44,6 +46,13 @@ class Handler(http.server.SimpleHTTPRequestHandler):
             return True
         self.send_error(401, "gated repository: a valid token is required")
         return False
+
+    def end_headers(self):
+        following = self.translate_path(self.path) + ".next"
+        if os.path.isfile(following):
+            with open(following) as handle:
+                self.send_header("Link", '<%s>; rel="next"' % handle.read().strip())
+        super().end_headers()
 
     def do_GET(self):  # noqa: N802 (http.server's name)
         if not self._allowed():

@@ -117,3 +117,19 @@ def test_timers_with_the_configured_schedule(host):
 def test_service_user_cannot_log_in(host):
     user = host.user("vllm-server")
     assert user.shell == "/usr/sbin/nologin" and user.uid < 1000
+
+
+def test_the_model_folder_holds_what_vllm_reads_each_file_checked(host):
+    """From the stand-in Hugging Face endpoint (../shared/llama_stand_ins/hf_model_folder.py), listed in two
+    pages: the top-level files vLLM reads, not .gitattributes, README.md or onnx/; each stamped with the
+    listing's sha256 (Git LFS) or git blob id; the listing of the pinned commit kept for offline re-runs."""
+    folder = "/srv/models/smollm2-folder"
+    assert sorted(host.file(folder).listdir()) == [".partial", ".stamps", "config.json", "model.safetensors",
+                                                   "tokenizer_config.json"]
+    config = json.loads(host.file(f"{folder}/config.json").content_string)
+    assert config["architectures"] == ["LlamaForCausalLM"] and config["num_key_value_heads"] == 3
+    assert "sha256" in json.loads(host.file(f"{folder}/.stamps/model.safetensors.json").content_string)
+    assert "git_sha1" in json.loads(host.file(f"{folder}/.stamps/config.json.json").content_string)
+    kept = json.loads(host.file(f"{folder}/.stamps/.listing.json").content_string)
+    assert kept["url"].endswith("/tree/c3ea9aeb3b1fd2fcde4d2e4e5a1c0b1a2f3e4d5c?recursive=true")
+    assert len(kept["files"]) == 7

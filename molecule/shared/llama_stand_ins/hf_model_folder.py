@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""A Hugging Face model repository STANDING IN for one on huggingface.co (tests and demo only), as
+fixture_server.py serves it under /hf/: the files at /hf/<repo>/resolve/<commit>/<file>, and the listing
+huggingface_hub's list_repo_tree reads at /hf/api/models/<repo>/tree/<commit> in two pages, the first with a
+`Link: <...>; rel="next"` header (fixture_server.py sends the URL in <page>.next), as the Hub paginates.
+
+    hf_model_folder.py ROOT
+
+The items have the Hub's shape (huggingface_hub 0.24, hf_api.py RepoFile/RepoFolder: type, oid, size, path,
+and lfs {oid = sha256, size, pointerSize} for Git LFS files). config.json has SmolLM2-135M-Instruct's fields
+(the model of the GGUF fixture; its GGUF metadata agrees: 30 layers, 3 KV heads, 8192 context);
+model.safetensors is a valid safetensors file of one small zero tensor, not the model's weights; nothing here
+is served by vLLM (no GPU in the tests). .gitattributes, README.md and onnx/ are there to be left out.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import struct
+import sys
+
+REPO = "HuggingFaceTB/SmolLM2-135M-Instruct"
+# Stands in for a commit id of the repository (any 40 hex digits pin a folder).
+COMMIT = "c3ea9aeb3b1fd2fcde4d2e4e5a1c0b1a2f3e4d5c"
+
+CONFIG = {
+    "architectures": ["LlamaForCausalLM"], "bos_token_id": 1, "eos_token_id": 2, "hidden_act": "silu",
+    "hidden_size": 576, "intermediate_size": 1536, "max_position_embeddings": 8192, "model_type": "llama",
+    "num_attention_heads": 9, "num_hidden_layers": 30, "num_key_value_heads": 3, "rms_norm_eps": 1e-05,
+    "rope_theta": 100000, "tie_word_embeddings": True, "torch_dtype": "bfloat16", "vocab_size": 49152,
+}
+
+
+def safetensors() -> bytes:
+    """safetensors' layout: an 8-byte little-endian header length, the JSON header, the tensors' bytes."""
+    header = json.dumps({"__metadata__": {"format": "pt"},
+                         "model.norm.weight": {"dtype": "BF16", "shape": [576], "data_offsets": [0, 1152]}},
+                        separators=(",", ":")).encode()
+    header += b" " * (-len(header) % 8)
+    return struct.pack("<Q", len(header)) + header + bytes(1152)
+
+
+def item(path: str, data: bytes, lfs: bool) -> dict:
+    entry = {"type": "file", "oid": hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest(),  # nosec B324: git's id
+             "size": len(data), "path": path}
+    if lfs:
+        entry["lfs"] = {"oid": hashlib.sha256(data).hexdigest(), "size": len(data), "pointerSize": 134}
+    return entry
+
+
+def main() -> None:
+    root = sys.argv[1]
+    files = {
+        ".gitattributes": (b"*.safetensors filter=lfs diff=lfs merge=lfs -text\n", False),
+        "README.md": (b"# SmolLM2-135M-Instruct (stand-in for the tests)\n", False),
+        "config.json": (json.dumps(CONFIG, indent=2).encode() + b"\n", False),
+        "tokenizer_config.json": (b'{"model_max_length": 8192, "tokenizer_class": "GPT2Tokenizer"}\n', False),
+        "model.safetensors": (safetensors(), True),
+        "onnx/model.onnx": (b"stand-in\n", True),
+    }
+    resolve = os.path.join(root, "hf", REPO, "resolve", COMMIT)
+    for path, (data, _) in files.items():
+        os.makedirs(os.path.dirname(os.path.join(resolve, path)), exist_ok=True)
+        with open(os.path.join(resolve, path), "wb") as handle:
+            handle.write(data)
+    items = [item(path, data, lfs) for path, (data, lfs) in files.items()]
+    items.insert(4, {"type": "directory", "oid": "0" * 40, "size": 0, "path": "onnx"})
+    tree = os.path.join(root, "hf", "api", "models", REPO, "tree")
+    os.makedirs(tree, exist_ok=True)
+    pages = {COMMIT: items[:3], COMMIT + "-page-2": items[3:]}
+    for name, page in pages.items():
+        with open(os.path.join(tree, name), "w") as handle:
+            json.dump(page, handle)
+    with open(os.path.join(tree, COMMIT + ".next"), "w") as handle:
+        handle.write("/hf/api/models/%s/tree/%s-page-2?recursive=true\n" % (REPO, COMMIT))
+
+
+if __name__ == "__main__":
+    main()
