@@ -17,8 +17,11 @@ counts and lengths and has not been written since 2023; it is refused.
 from __future__ import annotations
 
 import os
+import posixpath
 import struct
 from typing import IO, Any, Dict, List, Tuple, Union
+
+from ansible.module_utils.model_sources import split_parts
 
 GGUF_MAGIC = b"GGUF"
 SUPPORTED_VERSIONS = (2, 3)
@@ -346,6 +349,6 @@ def split_paths(path: str, gguf: Dict[str, Any]) -> List[str]:
     if not path.endswith(suffix):
         raise GGUFError("%s is part of a split set of %d files but not named as its part 1 (...%s): llama.cpp "
                         "cannot find the other parts" % (path, count, suffix))
-    prefix = path[:-len(suffix)]
-    return ["%s-%05d-of-%05d.gguf" % (prefix, part, count) for part in range(1, count + 1)]
+    folder, name = posixpath.split(path)
+    return [posixpath.join(folder, part) for part in split_parts(name)]
 

@@ -13,6 +13,8 @@ ceil(c / np) tokens, or shares one pool of c with --kv-unified.
 """
 from __future__ import annotations
 
+import posixpath
+
 import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -68,13 +70,14 @@ def is_loopback(host: str) -> bool:
     return host in LOOPBACK_HOSTS or host.startswith("127.")
 
 
-def health_url(host: str, port: int) -> str:
-    """Where the role and the health timer ask: a wildcard bind answers on loopback."""
+def local_base_url(host: str, port: int) -> str:
+    """Where the role and the health timer ask a server bound to host:port (/health, /v1/completions, ...): a
+    wildcard bind answers on loopback."""
     if host in ("0.0.0.0", "::", "") or is_loopback(host):
         address = "[::1]" if host in ("::1", "::") else "127.0.0.1"
     else:
         address = "[%s]" % host if ":" in host else host
-    return "http://%s:%d/health" % (address, port)
+    return "http://%s:%d" % (address, port)
 
 
 def staggered_calendar(base: str, offset_minutes: int) -> str:
@@ -112,8 +115,8 @@ def _model_path(model: Any, models_files: Mapping[str, Mapping[str, Any]]) -> Tu
                 [str(part) for part in entry.get("parts") or [entry["path"]]])
     if isinstance(model, str) and model.startswith("/"):
         # A split set's part 1: the other parts, next to it, are inputs too.
-        folder = model.rsplit("/", 1)[0]
-        return model, "", ["%s/%s" % (folder, part) for part in split_parts(model.rsplit("/", 1)[1])]
+        folder, name = posixpath.split(model)
+        return model, "", [posixpath.join(folder, part) for part in split_parts(name)]
     return "", "", []
 
 
@@ -485,6 +488,7 @@ def plan_instances(instances: Sequence[Mapping[str, Any]], settings: Mapping[str
             if settings["backend"] == "cuda" and visible else {}
         environment.update({name: str(value) for name, value in instance.get("environment", {}).items()})
         host = instance.get("host", settings["host"])
+        base_url = local_base_url(host, instance["port"])
         plans.append({
             "name": instance["name"],
             "unit": "llama-server-%s" % instance["name"],
@@ -493,11 +497,9 @@ def plan_instances(instances: Sequence[Mapping[str, Any]], settings: Mapping[str
             "model_sha256": model_sha256,
             "host": host,
             "port": instance["port"],
-            "health_url": health_url(host, instance["port"]),
+            "health_url": base_url + "/health",
             # The health timer's 1-token completion (gpu_service), and /slots to tell a busy server from a hung one.
-            "deep_probe": {"url": health_url(host, instance["port"])[:-len("/health")] + "/v1/completions",
-                           "key_file": key_file,
-                           "busy_url": health_url(host, instance["port"])[:-len("/health")] + "/slots"},
+            "deep_probe": {"url": base_url + "/v1/completions", "key_file": key_file, "busy_url": base_url + "/slots"},
             "launch": _launch(instance, settings, model_path, key_file),
             "sizing": _sizing(instance, settings),
             "environment": environment,

@@ -192,12 +192,38 @@ def shape_from_hf_config(config: Mapping[str, Any]) -> ModelShape:
         embedding_length=hidden_size,
         feed_forward_length=text.get("intermediate_size"),
         vocab_size=text.get("vocab_size") or config.get("vocab_size"),
-        context_length=text.get("max_position_embeddings"),
+        context_length=vllm_derived_max_len(text),
         # transformers >= 4.56 writes "dtype"; older releases "torch_dtype".
         dtype=config.get("torch_dtype") or config.get("dtype") or text.get("torch_dtype"),
         quantization=quantization,
         source="hf_config",
     )
+
+
+# The config.json keys vLLM 0.5.4 takes the model's maximum length from (the smallest present), the length it
+# assumes without any, and the RoPE scaling types it does not multiply by their factor
+# (vllm/config.py _get_and_verify_max_len).
+VLLM_MAX_LEN_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length",
+                     "max_sequence_length", "max_seq_length", "seq_len")
+VLLM_DEFAULT_MAX_LEN = 2048
+VLLM_UNSCALED_ROPE_TYPES = ("su", "longrope", "llama3")
+
+
+def vllm_derived_max_len(config: Mapping[str, Any]) -> int:
+    """The longest max_model_len vLLM 0.5.4 accepts for this config (its default when none is given): the
+    smallest of its length keys (2048 without any), times rope_scaling's factor (from
+    original_max_position_embeddings for yarn) unless the type is su, longrope or llama3. (A sliding window
+    turned off with --disable-sliding-window lowers it further; the role does not read extra args for that.)"""
+    lengths = [int(config[key]) for key in VLLM_MAX_LEN_KEYS if isinstance(config.get(key), (int, float))]
+    derived = min(lengths) if lengths else VLLM_DEFAULT_MAX_LEN
+    scaling = config.get("rope_scaling")
+    if isinstance(scaling, Mapping):
+        rope_type = scaling.get("type") or scaling.get("rope_type")
+        if rope_type not in VLLM_UNSCALED_ROPE_TYPES and isinstance(scaling.get("factor"), (int, float)):
+            if rope_type == "yarn" and scaling.get("original_max_position_embeddings"):
+                derived = int(scaling["original_max_position_embeddings"])
+            derived = int(derived * scaling["factor"])
+    return derived
 
 
 def _required(fields: Mapping[str, Any], key: str, where: str) -> int:

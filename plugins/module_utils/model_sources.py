@@ -37,7 +37,7 @@ GIT_SHA1 = re.compile(r"^[0-9a-f]{40}$")
 # vllm/model_executor/model_loader/loader.py:228-235; .bin only where a repository has no safetensors),
 # quantize_config.json of GPTQ checkpoints. Top-level files only: vLLM reads no subfolder (the loader skips
 # "original/").
-HF_FOLDER_INCLUDE = ("*.json", "*.safetensors", "*.txt", "*.model", "*.tiktoken", "*.jinja")
+HF_FOLDER_INCLUDE = ("*.json", "*.safetensors", "*.txt", "*.model", "*.tiktoken")
 
 
 def hf_resolve_url(endpoint: str, repo: str, revision: str, file: str) -> str:
@@ -49,9 +49,10 @@ def hf_resolve_url(endpoint: str, repo: str, revision: str, file: str) -> str:
 
 def hf_tree_url(endpoint: str, repo: str, revision: str) -> str:
     """The file listing huggingface_hub's list_repo_tree asks for (hf_api.py, 0.24:
-    {endpoint}/api/models/{repo}/tree/{quoted revision}?recursive=True; paginated with Link headers): each file's
-    path, size, git blob id ("oid") and, for a Git LFS file, "lfs": {"oid": its sha256, "size"}."""
-    return "%s/api/models/%s/tree/%s?recursive=true" % (endpoint.rstrip("/"), repo, quote(revision, safe=""))
+    {endpoint}/api/models/{repo}/tree/{quoted revision}; paginated with Link headers): each file's path, size,
+    git blob id ("oid") and, for a Git LFS file, "lfs": {"oid": its sha256, "size"}. Not recursive: vLLM reads
+    the folder's top level only, and fewer items mean fewer pages."""
+    return "%s/api/models/%s/tree/%s" % (endpoint.rstrip("/"), repo, quote(revision, safe=""))
 
 
 def _folder_errors(where: str, name: Any, entry: Mapping[str, Any]) -> List[str]:
@@ -83,7 +84,8 @@ def _entry_errors(index: int, entry: Mapping[str, Any]) -> List[str]:
     sources = [key for key in SOURCE_KEYS if entry.get(key)]
     if len(sources) != 1:
         errors.append("%s (%s) names %s: give exactly one of url (+ sha256), hf_repo + hf_file (+ sha256), "
-                      "hf_repo alone (a model folder) or controller_file." % (where, name, " and ".join(sources) if sources else "no source"))
+                      "hf_repo alone (a model folder) or controller_file." % (
+                          where, name, " and ".join(sources) if sources else "no source"))
     sha256 = entry.get("sha256")
     needs_sha = bool(entry.get("url") or entry.get("hf_file"))
     if entry.get("hf_repo") and not entry.get("hf_file"):
@@ -282,11 +284,16 @@ def folder_orders(folders: Sequence[Mapping[str, Any]], listings: Mapping[str, S
                  and "/" not in str(item.get("path", "")) and not str(item.get("path", "")).startswith(".")
                  and any(fnmatch.fnmatchcase(str(item["path"]), glob) for glob in folder["include"])]
         names = {str(item["path"]) for item in files}
+        # Mistral's repositories carry consolidated.safetensors, the same weights again beside the shards, which
+        # vLLM skips (filter_duplicate_safetensors_files, weight_utils.py): not fetched either.
+        if "consolidated.safetensors" in names and len([n for n in names if n.endswith(".safetensors")]) > 1:
+            files = [item for item in files if item["path"] != "consolidated.safetensors"]
+            names.discard("consolidated.safetensors")
         if "config.json" not in names:
             errors.append("%s: the repository has no config.json at its top level, so it is not a model folder "
                           "vLLM loads. Check hf_repo and hf_revision." % where)
             continue
-        if not any(name.endswith(".safetensors") for name in names) and not any(name.endswith(".bin") for name in names):
+        if not any(name.endswith((".safetensors", ".bin")) for name in names):
             errors.append("%s: hf_include=%s selects no weights (*.safetensors). Check the repository has "
                           "safetensors weights, or add the pattern of its weight files to hf_include." % (
                               where, folder["include"]))

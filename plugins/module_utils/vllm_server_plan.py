@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Mapping, Sequence
 
-from ansible.module_utils.llama_server_plan import health_url, is_loopback
+from ansible.module_utils.llama_server_plan import is_loopback, local_base_url
 
 HF_REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
 SERVED_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$")
@@ -25,6 +25,10 @@ AUTO_FALLBACK_MAX_MODEL_LEN = 4096
 # The shortest max_model_len auto settles for: less is no use to a chat or an IDE plugin; a number set
 # explicitly may still be lower.
 AUTO_MIN_MAX_MODEL_LEN = 4096
+# What auto keeps spare beyond the estimate (not measured on a V100: NCCL's buffers with tensor parallelism, the
+# GPTQ kernel's dequantization buffer, the MLP's output beside its input), and the step it rounds down to.
+AUTO_RESERVE_MIB = 512
+AUTO_STEP = 256
 # Flags the role sets from its variables; in extra args they would contradict
 # them (or, for --api-key, put the key on the command line, visible in ps).
 ROLE_FLAGS = {
@@ -210,7 +214,8 @@ def default_served_name(model: str) -> str:
 
 
 def plan_server(settings: Mapping[str, Any]) -> Dict[str, Any]:
-    """``{"errors": [...]}`` or the unit's argv, environment and health URL.
+    """``{"errors": [...]}`` or the unit's argv, environment and base URL (http://address:port, where the
+    role and the timers ask).
 
     settings: python (the virtualenv's), model (a folder's path or a repository), model_folders (the
     models_list folder names, for the refusal), served_model_name, host, port,
@@ -301,7 +306,7 @@ def plan_server(settings: Mapping[str, Any]) -> Dict[str, Any]:
         "tensor_parallel_size": len(gpus),
         "offline": offline,
         "ip_allow": ip_allow,
-        "health_url": health_url(host, int(settings["port"])),
+        "base_url": local_base_url(host, int(settings["port"])),
         "served_model_name": served,
         "warnings": kv_cache_warnings(settings) + ([
             "vllm_server_max_model_len=auto on %s, which the role cannot read before vLLM downloads it: %d tokens. "
@@ -327,7 +332,8 @@ def _ceil_mib(size: float) -> int:
 
 
 def plan_memory(shape: Mapping[str, Any], weights_bytes: int, max_model_len: int, gpus: int,
-                gpu_memory_mib: int, utilization: float, kv_cache_dtype: str = "auto") -> Dict[str, Any]:
+                gpu_memory_mib: int, utilization: float, kv_cache_dtype: str = "auto",
+                reserve_mib: int = 0) -> Dict[str, Any]:
     """Will one sequence of max_model_len fit in the share of each GPU vLLM takes?
 
     Per GPU, in MiB: weights / gpus + activations of the profile batch (an
@@ -335,7 +341,7 @@ def plan_memory(shape: Mapping[str, Any], weights_bytes: int, max_model_len: int
     in fp16, plus the sampler's fp32 tensors) + f16 KV cache of max_model_len tokens
     (2 x layers x kv_heads / gpus x head_dim x 2 bytes per token; 1 byte with
     an fp8 kv_cache_dtype, stored as uint8: vllm/utils.py:34-41) must stay
-    within utilization x the GPU's memory. Returns the terms, "fits", and the
+    within utilization x the GPU's memory, less reserve_mib. Returns the terms, "fits", and the
     longest max_model_len that fits ("fitting_max_model_len", 0 when none).
     """
     if gpus < 1 or max_model_len < 1 or gpu_memory_mib < 1:
@@ -346,7 +352,7 @@ def plan_memory(shape: Mapping[str, Any], weights_bytes: int, max_model_len: int
     vocab = int(shape.get("vocab_size") or 32000)
     kv_heads_per_gpu = max(1, kv_heads // gpus)  # fewer KV heads than ranks are replicated
     kv_bytes_per_token = 2 * layers * kv_heads_per_gpu * head_dim * (1 if kv_cache_dtype.startswith("fp8") else 2)
-    budget = int(gpu_memory_mib * utilization)
+    budget = int(gpu_memory_mib * utilization) - reserve_mib
 
     def terms(length: int) -> Dict[str, int]:
         tokens = max(length, PROFILE_MIN_TOKENS)
@@ -367,31 +373,39 @@ def plan_memory(shape: Mapping[str, Any], weights_bytes: int, max_model_len: int
     required = sum(chosen.values())
     return dict(chosen, required_mib=required, budget_mib=budget, gpu_memory_mib=gpu_memory_mib,
                 kv_cache_dtype="fp8" if kv_cache_dtype.startswith("fp8") else "f16",
-                utilization=utilization, gpus=gpus, max_model_len=max_model_len,
+                utilization=utilization, reserve_mib=reserve_mib, gpus=gpus, max_model_len=max_model_len,
                 fits=required <= budget, fitting_max_model_len=max_model_len if required <= budget else low * 16)
 
 
 def plan_max_model_len(shape: Mapping[str, Any], weights_bytes: int, max_model_len: Any, gpus: int,
                        gpu_memory_mib: int, utilization: float, kv_cache_dtype: str = "auto") -> Dict[str, Any]:
-    """plan_memory for a number, or for "auto": the model's trained length (max_position_embeddings) when one
-    sequence of it fits, else the longest multiple of 16 that does, down to AUTO_MIN_MAX_MODEL_LEN (vLLM itself
-    starts with the trained length and stops when its KV cache cannot hold one such sequence: "The model's max
-    seq len ... is larger than the maximum number of tokens that can be stored in KV cache",
-    vllm/worker/worker.py raise_if_cache_size_invalid). "chosen": set, trained, fitted, or floor (auto found
-    less than the floor: the plan at the floor, which does not fit)."""
-    def planned(length: int) -> Dict[str, Any]:
-        return plan_memory(shape, weights_bytes, length, gpus, gpu_memory_mib, utilization, kv_cache_dtype)
+    """plan_memory for a number, or for "auto": the model's own maximum (shape's context_length, as vLLM 0.5.4
+    derives it) when one sequence of it fits, else the longest multiple of AUTO_STEP that does, down to
+    AUTO_MIN_MAX_MODEL_LEN. vLLM itself starts with the model's maximum and stops when its KV cache cannot hold
+    one such sequence ("The model's max seq len ... is larger than the maximum number of tokens that can be
+    stored in KV cache", vllm/worker/worker.py raise_if_cache_size_invalid), so auto keeps AUTO_RESERVE_MIB
+    spare for what the estimate leaves out. "chosen": set, model, fitted, or floor (auto found less than the
+    floor: the plan at the floor, which does not fit); "model_max_len" the model's maximum."""
+    model_max = int(shape.get("context_length") or AUTO_FALLBACK_MAX_MODEL_LEN)
+
+    def planned(length: int, reserve: int = AUTO_RESERVE_MIB) -> Dict[str, Any]:
+        return dict(plan_memory(shape, weights_bytes, length, gpus, gpu_memory_mib, utilization, kv_cache_dtype,
+                                reserve), model_max_len=model_max)
 
     if max_model_len != "auto":
-        return dict(planned(int(max_model_len)), chosen="set")
-    trained = int(shape.get("context_length") or AUTO_FALLBACK_MAX_MODEL_LEN)
-    plan = planned(trained)
+        plan = dict(planned(int(max_model_len), 0), chosen="set")
+        if int(max_model_len) > model_max:
+            plan.update(fits=False, longer_than_model=True)
+        return plan
+    plan = planned(model_max)
     if plan["fits"]:
-        return dict(plan, chosen="trained")
-    floor = min(AUTO_MIN_MAX_MODEL_LEN, trained)
-    if plan["fitting_max_model_len"] >= floor:
-        return dict(planned(plan["fitting_max_model_len"]), chosen="fitted", trained_max_model_len=trained)
-    return dict(planned(floor), chosen="floor", fitting_max_model_len=plan["fitting_max_model_len"])
+        return dict(plan, chosen="model")
+    fitting = plan["fitting_max_model_len"] // AUTO_STEP * AUTO_STEP
+    floor = min(AUTO_MIN_MAX_MODEL_LEN, model_max)
+    if fitting >= floor:
+        return dict(planned(fitting), chosen="fitted")
+    # What a number set explicitly (planned without the spare) could be instead.
+    return dict(planned(floor), chosen="floor", fitting_max_model_len=planned(model_max, 0)["fitting_max_model_len"])
 
 
 def weights_bytes(files: Sequence[Mapping[str, Any]]) -> int:
@@ -407,13 +421,19 @@ def weights_bytes(files: Sequence[Mapping[str, Any]]) -> int:
 
 def memory_verdict(plan: Mapping[str, Any]) -> str:
     """One line: the arithmetic, and when it does not fit, what would."""
+    if plan.get("longer_than_model"):
+        return ("is longer than the model's own maximum of %(model_max_len)d tokens (config.json, as vLLM 0.5.4 "
+                "derives it in config.py _get_and_verify_max_len; it refuses a longer one at start). To fit: lower "
+                "vllm_server_max_model_len to %(model_max_len)d, or set it to auto" % plan)
     arithmetic = ("weights %(weights_mib)d + activations %(activations_mib)d "
                   "+ KV cache %(kv_cache_mib)d (%(kv_cache_dtype)s, %(max_model_len)d tokens) = %(required_mib)d MiB of "
-                  "%(budget_mib)d MiB (%(utilization)g x %(gpu_memory_mib)d) per GPU, %(gpus)d GPU(s)" % plan)
+                  "%(budget_mib)d MiB (%(utilization)g x %(gpu_memory_mib)d" % plan
+                  + (" - %d kept spare" % plan["reserve_mib"] if plan.get("reserve_mib") else "")
+                  + ") per GPU, %(gpus)d GPU(s)" % plan)
     if plan["fits"]:
-        chosen = {"trained": "; max_model_len auto: the model's trained length",
-                  "fitted": "; max_model_len auto: the longest that fits (the model's trained length is %d)" % (
-                      plan.get("trained_max_model_len") or 0)}.get(str(plan.get("chosen")), "")
+        chosen = {"model": "; max_model_len auto: the model's own maximum",
+                  "fitted": "; max_model_len auto: the longest that fits (the model's own maximum is %d)" % (
+                      plan.get("model_max_len") or 0)}.get(str(plan.get("chosen")), "")
         return "fits: " + arithmetic + chosen
     if plan.get("chosen") == "floor":
         arithmetic += "; max_model_len auto settles for no less than %d tokens" % plan["max_model_len"]

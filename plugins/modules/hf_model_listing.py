@@ -7,13 +7,14 @@ DOCUMENTATION = r"""
 module: hf_model_listing
 short_description: List a Hugging Face model repository's files (size, sha256 or git blob id) at a revision
 description:
-  - Asks I(url), the tree API huggingface_hub's C(list_repo_tree) uses (C({endpoint}/api/models/{repo}/tree/{revision}?recursive=true)),
-    and follows its C(Link: <...>; rel="next") pages. Each file comes with its path, size, git blob id (C(oid)) and,
-    for a Git LFS file, C(lfs.oid), its sha256.
-  - With I(kept) set, a listing an earlier run kept there (JSON C({"url": ..., "files": [...]}), the models role
-    keeps that of a revision that is a commit) for the same I(url) is read instead of the network: a folder
+  - Asks I(url), the tree API huggingface_hub's C(list_repo_tree) uses
+    (C({endpoint}/api/models/{repo}/tree/{revision})), and follows its pages (C(Link) headers with C(rel="next");
+    a page on another host, as a mirror may link to the Hub's, is asked of I(url)'s endpoint). Each file comes
+    with its path, size, git blob id (C(oid)) and, for a Git LFS file, C(lfs.oid), its sha256.
+  - With I(kept) set, a listing an earlier run kept there (a JSON object with C(url) and C(files); the models role
+    keeps that of a revision that is a commit) for the same I(url) is read instead of the network, so a folder
     pinned to a commit re-runs offline. Changes nothing on the host.
-  - The token in I(headers) goes to I(url)'s host only.
+  - The token in I(headers) goes to I(url)'s host only, also across redirects.
 options:
   url:
     description: The listing's URL.
@@ -42,7 +43,7 @@ author:
 EXAMPLES = r"""
 - name: List a model folder's files
   hf_model_listing:
-    url: https://huggingface.co/api/models/Qwen/Qwen2.5-14B-Instruct-GPTQ-Int4/tree/main?recursive=true
+    url: https://huggingface.co/api/models/Qwen/Qwen2.5-14B-Instruct-GPTQ-Int4/tree/main
   register: listing
 """
 
@@ -66,11 +67,24 @@ import json
 import re
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
+from ansible.module_utils.http_get import get_keeping_token_home
 from ansible.module_utils.six.moves.urllib.parse import urljoin, urlparse
-from ansible.module_utils.urls import open_url
 
 NEXT_PAGE = re.compile(r'<([^>]+)>\s*;\s*rel="?next"?')
+MAX_PAGES = 100
+
+
+def next_page(url, link):
+    """The next page's URL on url's endpoint: a mirror may answer with the Hub's own host
+    (https://huggingface.co/api/models/...; hf-mirror-site issue 65), which a filtered network cannot reach, so a
+    link to another host is asked of url's endpoint (the part before /api/models/) instead."""
+    following = NEXT_PAGE.search(link or "")
+    if not following:
+        return ""
+    target = urljoin(url, following.group(1))
+    if urlparse(target).netloc != urlparse(url).netloc and "/api/models/" in target:
+        target = url[:url.index("/api/models/")] + target[target.index("/api/models/"):]
+    return target
 
 
 def _kept(path, url):
@@ -83,15 +97,19 @@ def _kept(path, url):
 
 
 def _pages(module, url, headers):
-    files = []
+    files, asked = [], set()
     while url:
+        if url in asked or len(asked) >= MAX_PAGES:
+            module.fail_json(msg="%s: the listing's pages do not end (%d asked)" % (module.params["url"], len(asked)),
+                             status=200)
+        asked.add(url)
         try:
-            answer = open_url(url, headers=headers, timeout=module.params["timeout"],
-                              validate_certs=module.params["validate_certs"])
-        except HTTPError as error:
-            module.fail_json(msg="%s answered HTTP %s" % (url, error.code), status=error.code)
-        except (URLError, OSError) as error:
+            answer, status, answer_headers = get_keeping_token_home(url, headers, module.params["timeout"],
+                                                                    module.params["validate_certs"])
+        except (OSError, ValueError) as error:
             module.fail_json(msg="%s was not reached: %s" % (url, error), status=-1)
+        if answer is None:
+            module.fail_json(msg="%s answered HTTP %s" % (url, status), status=status)
         try:
             page = json.loads(answer.read())
         except ValueError:
@@ -99,11 +117,7 @@ def _pages(module, url, headers):
         if not isinstance(page, list):
             module.fail_json(msg="%s did not answer a list of files" % url, status=200)
         files += page
-        following = NEXT_PAGE.search(answer.headers.get("Link") or "")
-        target = urljoin(url, following.group(1)) if following else ""
-        if target and urlparse(target).netloc != urlparse(url).netloc:
-            headers = {name: value for name, value in headers.items() if name.lower() != "authorization"}
-        url = target
+        url = next_page(url, answer_headers.get("Link"))
     return files
 
 

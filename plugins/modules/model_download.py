@@ -75,35 +75,22 @@ import fcntl
 import os
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.http_get import get_keeping_token_home
 from ansible.module_utils.model_sources import file_digest, wanted_digest
 from ansible.module_utils.resumable_download import continuation, range_header
 from ansible.module_utils.run_lock import RUN_LOCK
-from ansible.module_utils.six.moves.urllib.error import HTTPError
-from ansible.module_utils.six.moves.urllib.parse import urljoin, urlparse
-from ansible.module_utils.urls import open_url
 
 CHUNK = 4 * 1024 * 1024
 
 
 def _open(module, url, headers):
-    """GET url, following redirects here: the token goes to the host it was given for, never to another
-    (a Hugging Face /resolve/ URL redirects to its CDN; RFC 9110 section 15.4). Returns (answer, status,
-    Content-Range); answer is None for an error status."""
+    """GET url (the token stays with its host: http_get.py). Returns (answer, status, Content-Range); answer is
+    None for an error status."""
     params = module.params
-    for _ in range(10):
-        try:
-            answer = open_url(url, headers=headers, timeout=params["timeout"], validate_certs=params["validate_certs"],
-                              follow_redirects="none")
-            return answer, answer.getcode(), answer.headers.get("Content-Range")
-        except HTTPError as error:
-            location = error.headers.get("Location") if error.code in (301, 302, 303, 307, 308) else None
-            if not location:
-                return None, error.code, error.headers.get("Content-Range")
-            target = urljoin(url, location)
-            if urlparse(target).netloc != urlparse(url).netloc:
-                headers = {name: value for name, value in headers.items() if name.lower() != "authorization"}
-            url = target
-    module.fail_json(msg="%s: more than 10 redirects" % params["url"])
+    answer, status, answer_headers = get_keeping_token_home(url, headers, params["timeout"], params["validate_certs"])
+    if status == -1:
+        module.fail_json(msg="%s: more than 10 redirects" % params["url"])
+    return answer, status, answer_headers.get("Content-Range")
 
 
 def _fetch(module, part):
@@ -119,8 +106,10 @@ def _fetch(module, part):
         answer, status, content_range = _open(module, module.params["url"], headers)
         how = "restart" if status == 200 else "error"
     if how == "error":
-        module.fail_json(msg="%s answered HTTP %s to %s" % (module.params["url"], status,
-                                                           "a request for bytes %d-" % size if size else "the download"))
+        gated = (" The repository is gated or private: set models_hf_token (in a vault) to a token that may read it."
+                 if status in (401, 403) else "")
+        module.fail_json(msg="%s answered HTTP %s to %s.%s" % (
+            module.params["url"], status, "a request for bytes %d-" % size if size else "the download", gated))
     with open(part, "ab" if how == "append" else "wb") as handle:
         for block in iter(lambda: answer.read(CHUNK), b""):
             handle.write(block)

@@ -89,8 +89,8 @@ leftover_partials:
   type: list
 leftover_files:
   description:
-    - Top-level files of model folders (models with C(folder)) that no model names, and their stamps: what another
-      revision of the folder left.
+    - Stamped top-level files of model folders (models with C(folder)) that no model names now, and their stamps,
+      that is what another revision of the folder left. Files without a stamp (the owner's) are not listed.
   returned: always
   type: list
 """
@@ -157,19 +157,20 @@ def leftover_partials(specs, results):
 
 
 def leftover_files(specs):
-    """Files at the top level of the model folders that none of their orders names (another revision's weights,
-    which vLLM's *.safetensors glob would load), with their stamps."""
+    """Files an earlier revision of a model folder left: stamped (so this role fetched them) and named by none of
+    its orders now (another revision's weights, which vLLM's *.safetensors glob would load), with their stamps.
+    What the role did not fetch (a file or folder of the owner's) is not touched."""
     wanted = {spec["path"] for spec in specs}
     leftovers = []
     for folder in sorted({spec["folder"] for spec in specs if spec["folder"]}):
         try:
-            names = os.listdir(folder)
+            stamps = os.listdir(os.path.join(folder, ".stamps"))
         except OSError:
             continue
-        for name in sorted(names):
-            path = os.path.join(folder, name)
-            if not name.startswith(".") and path not in wanted:
-                leftovers += [path] + ([stamp_path(path)] if os.path.exists(stamp_path(path)) else [])
+        for stamp in sorted(stamps):
+            path = os.path.join(folder, stamp[:-len(".json")])
+            if stamp.endswith(".json") and not stamp.startswith(".") and path not in wanted:
+                leftovers += [path, stamp_path(path)] if os.path.isfile(path) else [stamp_path(path)]
     return leftovers
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible.module_utils.llama_server_plan import health_url, plan_instances, refused_extra_args, staggered_calendar
+from ansible.module_utils.llama_server_plan import local_base_url, plan_instances, refused_extra_args, staggered_calendar
 from sample_llama_server import llama_server_settings, planned
 
 MODELS = {"qwen": {"path": "/srv/models/qwen.gguf", "sha256": "a" * 64},
@@ -178,9 +178,9 @@ def test_staggered_calendar_refuses_what_has_no_fixed_time(base):
 
 
 def test_health_urls():
-    assert health_url("::", 8080) == "http://[::1]:8080/health"
-    assert health_url("10.0.0.5", 8080) == "http://10.0.0.5:8080/health"
-    assert health_url("fd00::5", 8080) == "http://[fd00::5]:8080/health"
+    assert local_base_url("::", 8080) == "http://[::1]:8080"
+    assert local_base_url("10.0.0.5", 8080) == "http://10.0.0.5:8080"
+    assert local_base_url("fd00::5", 8080) == "http://[fd00::5]:8080"
 
 
 def test_refused_extra_args():

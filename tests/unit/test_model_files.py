@@ -120,13 +120,15 @@ def test_parts_after_the_first_of_a_split_set_are_verified_without_metadata(tmp_
 
 def test_a_folder_file_is_checked_by_its_git_blob_id_and_other_revisions_files_are_leftovers(tmp_path, capsys):
     """A model folder's small files carry the git blob id of the Hub's listing (`git hash-object` of the bytes);
-    a file no order names (another revision's shard, which vLLM's *.safetensors glob would load) is a leftover,
-    with its stamp."""
+    a stamped file no order names (another revision's shard, which vLLM's *.safetensors glob would load) is a
+    leftover, with its stamp; what the owner put there without a stamp is not."""
     folder = tmp_path / "models" / "smol-folder"
     (folder / ".stamps").mkdir(parents=True)
     (folder / "config.json").write_bytes(b"hello\n")
     (folder / "model-00002-of-00002.safetensors").write_bytes(b"old")
     (folder / ".stamps" / "model-00002-of-00002.safetensors.json").write_text("{}")
+    (folder / "lora").mkdir()  # the owner's: no stamp, not touched
+    (folder / "my_template.jinja").write_text("{{ messages }}")
     spec = {"models": [{"name": "smol-folder/config.json", "path": str(folder / "config.json"), "sha256": "",
                         "git_sha1": "ce013625030ba8dba906f756967f9e9ca394464a", "folder": str(folder)}],
             "record": True}

@@ -123,7 +123,7 @@ def test_a_model_folder_becomes_one_order_per_file_vllm_reads():
     folder, = result["folders"]
     assert folder["path"] == "/srv/models/qwen-gptq" and folder["pinned"]
     assert folder["listing_url"] == ("https://hf-mirror.com/api/models/Qwen/Qwen2.5-14B-Instruct-GPTQ-Int4/tree/"
-                                     + COMMIT + "?recursive=true")
+                                     + COMMIT)
     orders = folder_orders(result["folders"], {"qwen-gptq": LISTING}, "https://hf-mirror.com")
     assert orders["errors"] == []
     assert [order["file"] for order in orders["models"]] == [
@@ -140,6 +140,15 @@ def test_a_model_folder_becomes_one_order_per_file_vllm_reads():
     assert files["qwen-gptq"]["path"] == "/srv/models/qwen-gptq" and files["qwen-gptq"]["folder"]
     assert files["qwen-gptq"]["verified"] and files["qwen-gptq"]["size"] == 1080 + 3987241000 + 7031645
     assert len(files["qwen-gptq"]["parts"]) == 3
+
+
+def test_mistrals_consolidated_copy_of_the_shards_is_not_fetched():
+    listing = [{"type": "file", "oid": "b" * 40, "size": 5, "path": "config.json"}] + [
+        {"type": "file", "oid": "c" * 40, "size": 9, "path": name, "lfs": {"oid": LFS_SHA, "size": 9, "pointerSize": 1}}
+        for name in ("consolidated.safetensors", "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors")]
+    orders = folder_orders(plan([{"name": "m", "hf_repo": "a/b"}])["folders"], {"m": listing}, "https://huggingface.co")
+    assert [order["file"] for order in orders["models"]] == [
+        "config.json", "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"]
 
 
 def test_a_branch_is_listed_every_run():

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 from sample_gpus import v100_pcie_32gb
 
-from ansible.module_utils.memory_plan import shape_from_hf_config
+from ansible.module_utils.memory_plan import shape_from_hf_config, vllm_derived_max_len
 from ansible.module_utils.vllm_server_plan import (
     effective_dtype,
     memory_verdict,
@@ -43,7 +43,7 @@ def test_two_v100s_get_the_volta_command_line():
     assert "HF_HUB_OFFLINE" not in plan["environment"]
     # Still downloading: no IP allow-list.
     assert plan["ip_allow"] == []
-    assert plan["health_url"] == "http://127.0.0.1:8000/health"
+    assert plan["base_url"] == "http://127.0.0.1:8000"
 
 
 def test_auto_dtype_becomes_half_below_compute_capability_8():
@@ -99,7 +99,7 @@ def test_refusals_name_the_variable(changes, message):
 
 def test_an_exposed_server_with_a_key_is_fine():
     plan = plan_server(settings(host="0.0.0.0", api_key_set=True))
-    assert plan["errors"] == [] and plan["health_url"] == "http://127.0.0.1:8000/health"
+    assert plan["errors"] == [] and plan["base_url"] == "http://127.0.0.1:8000"
 
 
 def test_an_exposed_offline_server_allows_loopback_and_its_client_networks():
@@ -150,24 +150,43 @@ def test_on_two_v100s_it_fits_and_a_too_long_context_gets_a_fitting_length():
     assert "lower vllm_server_max_model_len to %d" % long["fitting_max_model_len"] in memory_verdict(long)
 
 
-def test_max_model_len_auto_takes_the_trained_length_or_the_longest_that_fits_down_to_a_floor():
+def test_max_model_len_auto_takes_the_models_maximum_or_the_longest_that_fits_down_to_a_floor():
     shape = vars(shape_from_hf_config(QWEN25_14B))
-    # GPTQ-Int4 14B (~9.9 GB) on one V100: the whole trained 32768 tokens fit.
+    # GPTQ-Int4 14B (~9.9 GB) on one V100: the model's whole 32768 tokens fit, with 512 MiB kept spare.
     gptq = plan_max_model_len(shape, 9_900_000_000, "auto", 1, 32768, 0.9)
-    assert gptq["fits"] and gptq["chosen"] == "trained" and gptq["max_model_len"] == 32768
-    assert memory_verdict(gptq).endswith("; max_model_len auto: the model's trained length")
-    # fp16 14B on two V100s at 0.6 of their memory: 32768 do not fit, the longest that does is chosen.
+    assert gptq["fits"] and gptq["chosen"] == "model" and gptq["max_model_len"] == 32768
+    assert gptq["budget_mib"] == 29491 - 512 and "(0.9 x 32768 - 512 kept spare)" in memory_verdict(gptq)
+    assert memory_verdict(gptq).endswith("; max_model_len auto: the model's own maximum")
+    # fp16 14B on two V100s at 0.6 of their memory: 32768 do not fit; the longest that does, in steps of 256.
     two = plan_max_model_len(shape, 29_540_000_000, "auto", 2, 32768, 0.6)
     assert two["chosen"] == "fitted" and two["fits"] and 8192 < two["max_model_len"] < 32768
-    assert two["max_model_len"] == plan_memory(shape, 29_540_000_000, 32768, 2, 32768, 0.6)["fitting_max_model_len"]
-    assert "the longest that fits (the model's trained length is 32768)" in memory_verdict(two)
+    assert two["max_model_len"] % 256 == 0
+    exact = plan_memory(shape, 29_540_000_000, 32768, 2, 32768, 0.6)["fitting_max_model_len"]
+    assert exact - 256 - 512 / 0.09375 < two["max_model_len"] < exact
+    assert "the longest that fits (the model's own maximum is 32768)" in memory_verdict(two)
     # fp16 14B on one: 1280 tokens would fit; auto settles for no less than 4096, so it refuses, saying so.
     one = plan_max_model_len(shape, 29_540_000_000, "auto", 1, 32768, 0.9)
     assert one["chosen"] == "floor" and not one["fits"] and one["max_model_len"] == 4096
-    assert "auto settles for no less than 4096 tokens. To fit: lower vllm_server_max_model_len to 1280" in \
+    assert "auto settles for no less than 4096 tokens. To fit: lower vllm_server_max_model_len to" in \
         memory_verdict(one)
-    # A number is planned as given.
+    # A number is planned as given, without the spare; one beyond the model's maximum is refused as vLLM does.
     assert plan_max_model_len(shape, 29_540_000_000, 8192, 2, 32768, 0.9)["chosen"] == "set"
+    longer = plan_max_model_len(shape, 9_900_000_000, 40000, 2, 32768, 0.9)
+    assert not longer["fits"] and memory_verdict(longer).startswith(
+        "is longer than the model's own maximum of 32768 tokens")
+
+
+def test_the_models_maximum_is_vllms():
+    """vllm/config.py _get_and_verify_max_len at 0.5.4: the smallest length key, 2048 without any, times the
+    RoPE scaling factor (yarn: from original_max_position_embeddings) except su, longrope and llama3."""
+    assert vllm_derived_max_len({"max_position_embeddings": 32768}) == 32768
+    assert vllm_derived_max_len({"max_position_embeddings": 32768, "seq_length": 8192}) == 8192
+    assert vllm_derived_max_len({}) == 2048
+    assert vllm_derived_max_len({"max_position_embeddings": 32768, "rope_scaling": {
+        "type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}}) == 131072
+    assert vllm_derived_max_len({"max_position_embeddings": 131072, "rope_scaling": {
+        "rope_type": "llama3", "factor": 8.0}}) == 131072
+    assert shape_from_hf_config(dict(QWEN25_14B, seq_length=4096)).context_length == 4096
 
 
 def test_max_model_len_auto_on_a_repository_is_the_fallback_with_a_warning():

@@ -2,7 +2,8 @@
 """A Hugging Face model repository STANDING IN for one on huggingface.co (tests and demo only), as
 fixture_server.py serves it under /hf/: the files at /hf/<repo>/resolve/<commit>/<file>, and the listing
 huggingface_hub's list_repo_tree reads at /hf/api/models/<repo>/tree/<commit> in two pages, the first with a
-`Link: <...>; rel="next"` header (fixture_server.py sends the URL in <page>.next), as the Hub paginates.
+`Link: <...>; rel="next"` header (fixture_server.py sends the URL in <page>.next) naming the Hub's own host, as
+hf-mirror.com's do.
 
     hf_model_folder.py ROOT
 
@@ -64,7 +65,8 @@ def main() -> None:
         os.makedirs(os.path.dirname(os.path.join(resolve, path)), exist_ok=True)
         with open(os.path.join(resolve, path), "wb") as handle:
             handle.write(data)
-    items = [item(path, data, lfs) for path, (data, lfs) in files.items()]
+    # Not recursive (what the role asks): the top level's files and the folder onnx, not what is in it.
+    items = [item(path, data, lfs) for path, (data, lfs) in files.items() if "/" not in path]
     items.insert(4, {"type": "directory", "oid": "0" * 40, "size": 0, "path": "onnx"})
     tree = os.path.join(root, "hf", "api", "models", REPO, "tree")
     os.makedirs(tree, exist_ok=True)
@@ -72,8 +74,10 @@ def main() -> None:
     for name, page in pages.items():
         with open(os.path.join(tree, name), "w") as handle:
             json.dump(page, handle)
+    # On the Hub's own host, as hf-mirror.com links its next pages (hf-mirror-site issue 65): the role asks it of
+    # the endpoint it was given.
     with open(os.path.join(tree, COMMIT + ".next"), "w") as handle:
-        handle.write("/hf/api/models/%s/tree/%s-page-2?recursive=true\n" % (REPO, COMMIT))
+        handle.write("https://huggingface.co/api/models/%s/tree/%s-page-2\n" % (REPO, COMMIT))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,38 @@
+# -*- coding: utf-8 -*-
+"""GET over HTTP(S) for the model downloads, with a token that stays with the host it was given for."""
+from __future__ import annotations
+
+from typing import Any, Dict, Mapping, Optional, Tuple
+
+from ansible.module_utils.six.moves.urllib.error import HTTPError
+from ansible.module_utils.six.moves.urllib.parse import urljoin, urlparse
+from ansible.module_utils.urls import open_url
+
+REDIRECTS = (301, 302, 303, 307, 308)
+
+
+def without_authorization(headers: Mapping[str, str]) -> Dict[str, str]:
+    return {name: value for name, value in headers.items() if name.lower() != "authorization"}
+
+
+def get_keeping_token_home(url: str, headers: Mapping[str, str], timeout: int, validate_certs: bool,
+                           max_redirects: int = 10) -> Tuple[Optional[Any], int, Any]:
+    """GET url, following redirects here so that the Authorization header goes to the host it was given for and
+    to no other (a Hugging Face /resolve/ URL redirects to its CDN; RFC 9110 section 15.4: a client resending
+    credentials elsewhere leaks them). -> (answer, status, response headers); answer is None for an error status;
+    status -1 after max_redirects redirects."""
+    headers = dict(headers)
+    for _ in range(max_redirects):
+        try:
+            answer = open_url(url, headers=headers, timeout=timeout, validate_certs=validate_certs,
+                              follow_redirects="none")
+            return answer, answer.getcode(), answer.headers
+        except HTTPError as error:
+            location = error.headers.get("Location") if error.code in REDIRECTS else None
+            if not location:
+                return None, error.code, error.headers
+            target = urljoin(url, location)
+            if urlparse(target).netloc != urlparse(url).netloc:
+                headers = without_authorization(headers)
+            url = target
+    return None, -1, {}
