@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import json
 import sys
 from pathlib import Path
 from typing import Any, Dict, List, Mapping
@@ -98,9 +99,13 @@ def vllm_memory_plan(shape: Mapping[str, Any], *args: Any) -> Dict[str, Any]:
     return plan
 
 
-def hf_model_shape(config: Mapping[str, Any]) -> Dict[str, Any]:
-    """config.json content | hf_model_shape -> the model's shape, or {"error": "..."}."""
+def hf_model_shape(config: Any) -> Dict[str, Any]:
+    """config.json content (parsed, or its text) | hf_model_shape -> the model's shape, or {"error": "..."}."""
     try:
+        if isinstance(config, str):
+            config = json.loads(config)
+        if not isinstance(config, Mapping):
+            raise ValueError("config.json is not a JSON object")
         shape = _MEMORY.shape_from_hf_config(config)
     except (ValueError, TypeError) as exc:
         return {"error": str(exc)}

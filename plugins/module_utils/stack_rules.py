@@ -619,7 +619,8 @@ def check_vllm_version(request: StackRequest, gpus: Sequence[Gpu]) -> List[Refus
             "vllm_version", value,
             "cannot load %s models: Qwen3 and Qwen3-MoE arrived in vLLM %s"
             % (architecture, format_version(FIRST_VLLM_WITH_QWEN3)),
-            "Use %s or newer%s" % (format_version(FIRST_VLLM_WITH_QWEN3), volta_note),
+            "Use %s or newer%s, or serve the model's GGUF with llama_server (llama.cpp at the pinned commit loads "
+            "qwen3 and qwen3moe: src/llama-arch.cpp)" % (format_version(FIRST_VLLM_WITH_QWEN3), volta_note),
             SOURCE_VLLM_VERSIONS,
         ))
     refusals.extend(_check_vllm_python(value, version, request.python_version))

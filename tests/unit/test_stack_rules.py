@@ -432,7 +432,7 @@ def test_qwen3_on_0_5_4_refused_everywhere_0_8_4_passes_on_a100():
     for gpus in ([v100_pcie_32gb()], [a100()]):
         message = refused_once(qwen3, gpus, "vllm_version")
         assert message.startswith("vllm_version=0.5.4 cannot load Qwen3ForCausalLM models")
-        assert "Use 0.8.4 or newer" in message
+        assert "Use 0.8.4 or newer" in message and "or serve the model's GGUF with llama_server" in message
     assert_passes(replace(qwen3, vllm_version="0.8.4"), [a100()])
     assert_passes(replace(qwen3, vllm_version="0.8.4"), [v100_pcie_32gb()])
 

@@ -1,7 +1,10 @@
 """vllm_server_plan: the vLLM 0.5.4 command line, environment and refusals."""
 from __future__ import annotations
 
+import sys
+
 import pytest
+from conftest import PROJECT_ROOT
 from sample_gpus import v100_pcie_32gb
 
 from ansible.module_utils.memory_plan import shape_from_hf_config, vllm_derived_max_len
@@ -274,3 +277,15 @@ def test_a_short_default_name_still_answers_to_the_model_as_given():
     assert names == ["Qwen2.5-14B-Instruct-GPTQ-Int4", "/srv/models/Qwen2.5-14B-Instruct-GPTQ-Int4"]
     argv = plan_server(settings(served_model_name="qwen"))["argv"]
     assert argv[argv.index("--served-model-name") + 1:argv.index("--host")] == ["qwen"]
+
+
+def test_a_repositorys_config_json_text_is_read_or_refused_as_not_a_model():
+    """What the role gives the filter: the text the endpoint answered (a mirror may answer a page)."""
+    sys.path.insert(0, str(PROJECT_ROOT / "plugins" / "filter"))
+    from v100_llm import FilterModule  # noqa: E402
+    shape = FilterModule().filters()["hf_model_shape"]
+    qwen3 = shape('{"architectures": ["Qwen3ForCausalLM"], "num_hidden_layers": 36, "num_attention_heads": 32, '
+                  '"num_key_value_heads": 8, "head_dim": 128, "hidden_size": 4096, "max_position_embeddings": 40960}')
+    assert qwen3["error"] == "" and qwen3["architecture"] == "Qwen3ForCausalLM" and qwen3["context_length"] == 40960
+    assert shape("<html>mirror error</html>")["error"]
+    assert shape("[1]")["error"] == "config.json is not a JSON object"

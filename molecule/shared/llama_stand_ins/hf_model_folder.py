@@ -11,7 +11,8 @@ The items have the Hub's shape (huggingface_hub 0.24, hf_api.py RepoFile/RepoFol
 and lfs {oid = sha256, size, pointerSize} for Git LFS files). config.json has SmolLM2-135M-Instruct's fields
 (the model of the GGUF fixture; its GGUF metadata agrees: 30 layers, 3 KV heads, 8192 context);
 model.safetensors is a valid safetensors file of one small zero tensor, not the model's weights; nothing here
-is served by vLLM (no GPU in the tests). .gitattributes, README.md and onnx/ are there to be left out.
+is served by vLLM (no GPU in the tests). .gitattributes, README.md and onnx/ are there to be left out. Beside
+it, Qwen/Qwen3-8B's config.json alone (at /hf/Qwen/Qwen3-8B/resolve/main/config.json).
 """
 from __future__ import annotations
 
@@ -30,6 +31,17 @@ CONFIG = {
     "hidden_size": 576, "intermediate_size": 1536, "max_position_embeddings": 8192, "model_type": "llama",
     "num_attention_heads": 9, "num_hidden_layers": 30, "num_key_value_heads": 3, "rms_norm_eps": 1e-05,
     "rope_theta": 100000, "tie_word_embeddings": True, "torch_dtype": "bfloat16", "vocab_size": 49152,
+}
+
+
+# Qwen/Qwen3-8B's config.json fields (its repository's, at release): a repository vLLM 0.5.4 cannot load,
+# whose config.json vllm_server reads from the endpoint before any change.
+QWEN3_REPO = "Qwen/Qwen3-8B"
+QWEN3_CONFIG = {
+    "architectures": ["Qwen3ForCausalLM"], "head_dim": 128, "hidden_size": 4096, "intermediate_size": 12288,
+    "max_position_embeddings": 40960, "model_type": "qwen3", "num_attention_heads": 32, "num_hidden_layers": 36,
+    "num_key_value_heads": 8, "rope_theta": 1000000, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+    "vocab_size": 151936,
 }
 
 
@@ -60,6 +72,10 @@ def main() -> None:
         "model.safetensors": (safetensors(), True),
         "onnx/model.onnx": (b"stand-in\n", True),
     }
+    qwen3 = os.path.join(root, "hf", QWEN3_REPO, "resolve", "main")
+    os.makedirs(qwen3, exist_ok=True)
+    with open(os.path.join(qwen3, "config.json"), "w") as handle:
+        json.dump(QWEN3_CONFIG, handle, indent=2)
     resolve = os.path.join(root, "hf", REPO, "resolve", COMMIT)
     for path, (data, _) in files.items():
         os.makedirs(os.path.dirname(os.path.join(resolve, path)), exist_ok=True)
