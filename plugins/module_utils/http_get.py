@@ -9,10 +9,27 @@ from ansible.module_utils.six.moves.urllib.parse import urljoin, urlparse
 from ansible.module_utils.urls import open_url
 
 REDIRECTS = (301, 302, 303, 307, 308)
+# The options of plugins/doc_fragments/model_http.py.
+REQUEST_ARGUMENT_SPEC = {
+    "headers": {"type": "dict", "default": {}, "no_log": True},
+    "timeout": {"type": "int", "default": 60},
+    "validate_certs": {"type": "bool", "default": True},
+}
 
 
 def without_authorization(headers: Mapping[str, str]) -> Dict[str, str]:
     return {name: value for name, value in headers.items() if name.lower() != "authorization"}
+
+
+def redirect_refused(url: str, target: str) -> str:
+    """Why a redirect from url to target is not followed ("" when it is): only to http(s), and never from https
+    down to http, where anyone on the path reads and changes what comes back."""
+    scheme, was = urlparse(target).scheme, urlparse(url).scheme
+    if scheme not in ("http", "https"):
+        return "%s redirected to %s: only http and https are followed" % (url, target)
+    if was == "https" and scheme == "http":
+        return "%s redirected to %s: a redirect from https down to plain http is not followed" % (url, target)
+    return ""
 
 
 def get_keeping_token_home(url: str, headers: Mapping[str, str], timeout: int, validate_certs: bool,
@@ -32,6 +49,9 @@ def get_keeping_token_home(url: str, headers: Mapping[str, str], timeout: int, v
             if not location:
                 return None, error.code, error.headers
             target = urljoin(url, location)
+            refused = redirect_refused(url, target)
+            if refused:
+                raise ValueError(refused)
             if urlparse(target).netloc != urlparse(url).netloc:
                 headers = without_authorization(headers)
             url = target

@@ -37,6 +37,7 @@ _REFUSED_OPTIONS = {
     "GGML_CUDA_FA_QUANTS": "set from llama_cpp_cuda_fa_all_quants",
     "LLAMA_BUILD_NUMBER": "set from llama_cpp_build_number",
     "LLAMA_BUILD_COMMIT": "set from llama_cpp_commit",
+    "GGML_CUDA_NCCL": "set from llama_cpp_nccl",
 }
 
 # Arguments that change how fast the build runs, not what it produces: left
@@ -105,7 +106,7 @@ def _on_off(value: Any) -> str:
 
 def cmake_args(cuda_architectures: str = "", build_number: Any = None, commit: str = "",
                fa_all_quants: bool = False, ccache: bool = True, extra_args: Sequence[str] = (),
-               build_type: str = "Release") -> List[str]:
+               build_type: str = "Release", nccl: bool = False) -> List[str]:
     """The configure arguments (without -S/-B) for llama.cpp.
 
     Static libraries, so the installed binaries carry no RUNPATH into the
@@ -128,6 +129,10 @@ def cmake_args(cuda_architectures: str = "", build_number: Any = None, commit: s
         # default (q4_0, q8_0, f16 and bf16 pairs) covers the servers' caches.
         if fa_all_quants:
             args.append("-DGGML_CUDA_FA_QUANTS=all")
+        # On by default upstream, where it only warns when NCCL is missing: asked for, it must be found
+        # (the role checks CMake's cache after configure).
+        if nccl:
+            args.append("-DGGML_CUDA_NCCL=ON")
     else:
         args.append("-DGGML_CUDA=OFF")
     if build_number not in (None, ""):
@@ -139,11 +144,14 @@ def cmake_args(cuda_architectures: str = "", build_number: Any = None, commit: s
 
 def build_stamp(source_sha256: str, version: str, cmake_arguments: Sequence[str], targets: Sequence[str],
                 compiler: str, cuda_architectures: str = "", nvcc: str = "", commit: str = "",
-                build_number: Any = None) -> Dict[str, Any]:
+                build_number: Any = None, nccl: str = "") -> Dict[str, Any]:
     """The inputs that decide what the build produces. Two builds with the same
     stamp are the same build; any change here means a new install folder."""
     archs = normalize_architectures(cuda_architectures)
+    # Only with NCCL: the stamps of builds without it stay what they were (no rebuild on upgrade).
+    with_nccl = {"nccl": nccl} if nccl and archs else {}
     return {
+        **with_nccl,
         "format": STAMP_FORMAT,
         "version": str(version),
         "commit": commit or "",
@@ -169,16 +177,18 @@ def build_plan(inputs: Mapping[str, Any]) -> Dict[str, Any]:
 
     requested_architectures, preflight_architectures (None when preflight did
     not run), gpus, source_sha256, version, build_number, commit,
-    fa_all_quants, ccache, extra_args, targets, compiler, nvcc, prefix.
+    fa_all_quants, ccache, extra_args, targets, compiler, nvcc, prefix,
+    nccl (the libnccl-dev version built against, "" for none: nccl_choice).
     """
     archs = resolve_architectures(inputs.get("requested_architectures"), inputs.get("preflight_architectures"),
                                   inputs.get("gpus"))
+    nccl = str(inputs.get("nccl") or "")
     args = cmake_args(archs, inputs.get("build_number"), inputs.get("commit") or "",
                       bool(inputs.get("fa_all_quants")), bool(inputs.get("ccache", True)),
-                      inputs.get("extra_args") or [])
+                      inputs.get("extra_args") or [], nccl=bool(nccl))
     stamp = build_stamp(inputs.get("source_sha256") or "", inputs.get("version") or "", args,
                         inputs.get("targets") or [], inputs.get("compiler") or "", archs,
-                        inputs.get("nvcc") or "", inputs.get("commit") or "", inputs.get("build_number"))
+                        inputs.get("nvcc") or "", inputs.get("commit") or "", inputs.get("build_number"), nccl)
     short = stamp_hash(stamp)
     name = "%s-%s" % (stamp["version"], short)
     prefix = str(inputs.get("prefix") or "/opt/llama.cpp").rstrip("/")
@@ -191,3 +201,86 @@ def build_plan(inputs: Mapping[str, Any]) -> Dict[str, Any]:
         "name": name,
         "install_dir": "%s/%s" % (prefix, name),
     }
+
+
+# NCCL, for the cross-GPU reductions of split mode tensor: "selected at build time (-DGGML_CUDA_NCCL=ON, this is
+# the default) ... not automatically distributed with CUDA" (docs/multi-gpu.md at the pinned commit). NVIDIA
+# builds each NCCL release for several CUDA releases, named after "+cuda" in the package version
+# (X.Y.Z-REV+cudaA.B: NVIDIA/nccl pkg/debian/changelog.in), and -dev depends on libnccl2 at the same version
+# (pkg/debian/control.in): NVIDIA's CUDA 12.4.1 images install libnccl2=2.21.5-1+cuda12.4
+# (gitlab.com/nvidia/container-images/cuda, dist/12.4.1/ubuntu2204/runtime), the NCCL Installation Guide
+# (3.1, Ubuntu) names the version for the CUDA in use, and apt's own pick of "2.21.*" can be a +cuda12.5 build.
+NCCL_PACKAGES = ("libnccl2", "libnccl-dev")
+_NCCL_VERSION = re.compile(r"^(\d+)\.(\d+)\.(\d+)-(\d+)\+cuda(\d+\.\d+)$")
+
+
+def nccl_wanted(setting: Any, cuda_build: bool, serving_gpus: int) -> Dict[str, Any]:
+    """llama_cpp_nccl (auto, true or false) -> {"wanted": bool, "error": ""}. auto: a CUDA build on a host that
+    serves with two GPUs or more (a build host without GPUs, or one GPU, gains nothing from NCCL)."""
+    if setting == "auto":
+        return {"wanted": bool(cuda_build) and int(serving_gpus or 0) >= 2, "error": ""}
+    # As Ansible reads a boolean given as text (-e llama_cpp_nccl=true).
+    setting = {"true": True, "yes": True, "on": True, "1": True,
+               "false": False, "no": False, "off": False, "0": False}.get(str(setting).lower(), setting)
+    if not isinstance(setting, bool):
+        return {"wanted": False, "error": "llama_cpp_nccl=%s must be auto, true or false" % (setting,)}
+    if setting and not cuda_build:
+        return {"wanted": False, "error": "llama_cpp_nccl=true needs a CUDA build, and this one is for the CPU "
+                                          "(no GPU, or llama_cpp_cuda_architectures is empty): set it to auto"}
+    return {"wanted": setting, "error": ""}
+
+
+def nccl_versions(madison: str) -> List[str]:
+    """`apt-cache madison libnccl-dev` ("libnccl-dev | 2.21.5-1+cuda12.4 | https://... Packages") -> the versions
+    NVIDIA built for a CUDA release, without repeats (a distribution's own build has no +cuda)."""
+    found: List[str] = []
+    for line in madison.splitlines():
+        fields = [field.strip() for field in line.split("|")]
+        if len(fields) >= 2 and fields[0] == "libnccl-dev" and _NCCL_VERSION.match(fields[1]) \
+                and fields[1] not in found:
+            found.append(fields[1])
+    return found
+
+
+def _nccl_order(version: str) -> tuple:
+    match = _NCCL_VERSION.match(version)
+    return tuple(int(part) for part in match.groups()[:4]) if match else ()
+
+
+def _nccl_cuda(version: str) -> str:
+    match = _NCCL_VERSION.match(version)
+    return match.group(5) if match else ""
+
+
+def nccl_choice(madison: str, installed: str, cuda_release: str, requested: str = "") -> Dict[str, Any]:
+    """The libnccl2/libnccl-dev version to hold and build against: {"version", "error", "warning"}.
+
+    requested (llama_cpp_nccl_version) when the sources have it; else the installed one when it was built for the
+    toolkit's CUDA release (so NVIDIA publishing a newer NCCL does not rebuild llama.cpp); else the newest the
+    sources have for that release. cuda_release "" (no nvcc yet: check mode on a fresh host) chooses nothing.
+    """
+    available = nccl_versions(madison)
+    if requested:
+        if not _NCCL_VERSION.match(requested):
+            return {"version": "", "warning": "", "error": "llama_cpp_nccl_version=%s is not an NVIDIA NCCL package "
+                    "version such as 2.21.5-1+cuda12.4 (apt-cache madison libnccl-dev lists them)" % requested}
+        if requested not in available and requested != installed:
+            return {"version": "", "warning": "", "error": "llama_cpp_nccl_version=%s is not in this host's apt "
+                    "sources (they have: %s)" % (requested, ", ".join(available) or "none")}
+        warning = ("" if not cuda_release or _nccl_cuda(requested) == cuda_release else
+                   "llama_cpp_nccl_version=%s was built for CUDA %s, and the toolkit is CUDA %s" % (
+                       requested, _nccl_cuda(requested), cuda_release))
+        return {"version": requested, "warning": warning, "error": ""}
+    if not cuda_release:
+        return {"version": "", "warning": "", "error": ""}
+    if _nccl_cuda(installed) == cuda_release:
+        return {"version": installed, "warning": "", "error": ""}
+    matching = sorted((v for v in available if _nccl_cuda(v) == cuda_release), key=_nccl_order)
+    if matching:
+        return {"version": matching[-1], "warning": "", "error": ""}
+    others = sorted({_nccl_cuda(v) for v in available}, key=lambda r: tuple(int(p) for p in r.split(".")))
+    return {"version": "", "warning": "", "error": (
+        "no libnccl-dev built for CUDA %s in this host's apt sources (%s). NCCL comes from NVIDIA's CUDA repository "
+        "(role cuda_repo). Set llama_cpp_nccl: false to build without it (split_mode layer does not use it; tensor "
+        "runs without it, slower), or llama_cpp_nccl_version to one built for another CUDA release" % (
+            cuda_release, "built for CUDA " + ", ".join(others) if others else "none at all"))}

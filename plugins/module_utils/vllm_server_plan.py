@@ -150,9 +150,14 @@ def _errors(settings: Mapping[str, Any]) -> List[str]:
         errors.append("vllm_server_gpu_memory_utilization=%s must be between 0.1 and 0.98 (the rest is the "
                       "CUDA context and other processes' share)" % utilization)
     max_len = settings.get("max_model_len")
+    model_max = int(settings.get("model_max_len") or 0)
     if max_len != "auto" and (not isinstance(max_len, int) or isinstance(max_len, bool) or max_len < 16):
         errors.append("vllm_server_max_model_len=%s must be auto (the longest that fits) or a whole number of "
                       "tokens, 16 or more" % max_len)
+    elif max_len != "auto" and model_max and max_len > model_max:
+        errors.append("vllm_server_max_model_len=%d is longer than the model's own maximum of %d tokens (its "
+                      "config.json, as vLLM 0.5.4 derives it in config.py _get_and_verify_max_len; it refuses a "
+                      "longer one at start): lower it to %d, or set auto" % (max_len, model_max, model_max))
     if effective_dtype(str(settings.get("dtype") or ""), settings.get("gpu_facts") or []) == "bfloat16" \
             and [c for c in _capabilities(settings.get("gpu_facts") or []) if c < VOLTA_FREE_CC]:
         errors.append("vllm_dtype=bfloat16 cannot run below compute capability 8.0 (Volta): use half")
@@ -202,8 +207,11 @@ def kv_cache_warnings(settings: Mapping[str, Any]) -> List[str]:
 
 
 def _max_model_len(settings: Mapping[str, Any]) -> int:
-    """The number planned (a model folder's "auto" is resolved by plan_max_model_len before), else the fallback."""
-    return AUTO_FALLBACK_MAX_MODEL_LEN if settings["max_model_len"] == "auto" else int(settings["max_model_len"])
+    """The number planned (a model folder's "auto" is resolved by plan_max_model_len before), else the fallback,
+    no longer than the model's maximum where its config.json was read."""
+    if settings["max_model_len"] != "auto":
+        return int(settings["max_model_len"])
+    return min(AUTO_FALLBACK_MAX_MODEL_LEN, int(settings.get("model_max_len") or AUTO_FALLBACK_MAX_MODEL_LEN))
 
 
 def default_served_name(model: str) -> str:
@@ -220,7 +228,8 @@ def plan_server(settings: Mapping[str, Any]) -> Dict[str, Any]:
     settings: python (the virtualenv's), model (a folder's path or a repository), model_folders (the
     models_list folder names, for the refusal), served_model_name, host, port,
     gpus, gpu_count (0: unknown), gpu_facts (nvidia_gpus), dtype,
-    quantization ("" none), max_model_len, gpu_memory_utilization,
+    quantization ("" none), max_model_len, model_max_len (the model's maximum, 0 when its config.json was not
+    read), gpu_memory_utilization,
     enforce_eager, extra_args, api_key_set, state_dir, hf_endpoint,
     hf_offline (bool), allowed_networks (CIDRs for the IP allow-list),
     nccl_p2p_disable (bool), nccl_p2p_level ("" or an NCCL path type).
@@ -309,9 +318,9 @@ def plan_server(settings: Mapping[str, Any]) -> Dict[str, Any]:
         "base_url": local_base_url(host, int(settings["port"])),
         "served_model_name": served,
         "warnings": kv_cache_warnings(settings) + ([
-            "vllm_server_max_model_len=auto on %s, which the role cannot read before vLLM downloads it: %d tokens. "
-            "Fetch it as a models_list model folder to size it to the GPUs, or set a number" % (
-                model, AUTO_FALLBACK_MAX_MODEL_LEN)] if settings["max_model_len"] == "auto" else []),
+            "vllm_server_max_model_len=auto on %s, whose weights the role cannot size before vLLM downloads them: "
+            "%d tokens. Fetch it as a models_list model folder to size it to the GPUs, or set a number" % (
+                model, _max_model_len(settings))] if settings["max_model_len"] == "auto" else []),
     }
 
 
@@ -393,10 +402,8 @@ def plan_max_model_len(shape: Mapping[str, Any], weights_bytes: int, max_model_l
                                 reserve), model_max_len=model_max)
 
     if max_model_len != "auto":
-        plan = dict(planned(int(max_model_len), 0), chosen="set")
-        if int(max_model_len) > model_max:
-            plan.update(fits=False, longer_than_model=True)
-        return plan
+        # One longer than the model's maximum is plan_server's refusal.
+        return dict(planned(int(max_model_len), 0), chosen="set")
     plan = planned(model_max)
     if plan["fits"]:
         return dict(plan, chosen="model")
@@ -421,10 +428,6 @@ def weights_bytes(files: Sequence[Mapping[str, Any]]) -> int:
 
 def memory_verdict(plan: Mapping[str, Any]) -> str:
     """One line: the arithmetic, and when it does not fit, what would."""
-    if plan.get("longer_than_model"):
-        return ("is longer than the model's own maximum of %(model_max_len)d tokens (config.json, as vLLM 0.5.4 "
-                "derives it in config.py _get_and_verify_max_len; it refuses a longer one at start). To fit: lower "
-                "vllm_server_max_model_len to %(model_max_len)d, or set it to auto" % plan)
     arithmetic = ("weights %(weights_mib)d + activations %(activations_mib)d "
                   "+ KV cache %(kv_cache_mib)d (%(kv_cache_dtype)s, %(max_model_len)d tokens) = %(required_mib)d MiB of "
                   "%(budget_mib)d MiB (%(utilization)g x %(gpu_memory_mib)d" % plan

@@ -24,18 +24,8 @@ options:
     description: A listing kept by an earlier run ("" asks the server).
     type: path
     default: ""
-  headers:
-    description: Request headers (an C(Authorization) token).
-    type: dict
-    default: {}
-  timeout:
-    description: Seconds a connection or read may stall.
-    type: int
-    default: 60
-  validate_certs:
-    description: Check the server's TLS certificate.
-    type: bool
-    default: true
+extends_documentation_fragment:
+  - model_http
 author:
   - V100 LLM host toolkit
 """
@@ -67,7 +57,7 @@ import json
 import re
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.http_get import get_keeping_token_home
+from ansible.module_utils.http_get import REQUEST_ARGUMENT_SPEC, get_keeping_token_home, without_authorization
 from ansible.module_utils.six.moves.urllib.parse import urljoin, urlparse
 
 NEXT_PAGE = re.compile(r'<([^>]+)>\s*;\s*rel="?next"?')
@@ -97,14 +87,16 @@ def _kept(path, url):
 
 
 def _pages(module, url, headers):
-    files, asked = [], set()
+    files, asked, home = [], set(), urlparse(url).netloc
     while url:
         if url in asked or len(asked) >= MAX_PAGES:
             module.fail_json(msg="%s: the listing's pages do not end (%d asked)" % (module.params["url"], len(asked)),
                              status=200)
         asked.add(url)
+        # A page on another host than the one the token was given for goes without it.
+        sent = headers if urlparse(url).netloc == home else without_authorization(headers)
         try:
-            answer, status, answer_headers = get_keeping_token_home(url, headers, module.params["timeout"],
+            answer, status, answer_headers = get_keeping_token_home(url, sent, module.params["timeout"],
                                                                     module.params["validate_certs"])
         except (OSError, ValueError) as error:
             module.fail_json(msg="%s was not reached: %s" % (url, error), status=-1)
@@ -126,9 +118,7 @@ def main():
         argument_spec={
             "url": {"type": "str", "required": True},
             "kept": {"type": "path", "default": ""},
-            "headers": {"type": "dict", "default": {}, "no_log": True},
-            "timeout": {"type": "int", "default": 60},
-            "validate_certs": {"type": "bool", "default": True},
+            **REQUEST_ARGUMENT_SPEC,
         },
         supports_check_mode=True,
     )

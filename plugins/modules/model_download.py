@@ -35,18 +35,8 @@ options:
     description: Folder for partial files, on the same file system as I(dest).
     type: path
     required: true
-  headers:
-    description: Request headers (an C(Authorization) token).
-    type: dict
-    default: {}
-  timeout:
-    description: Seconds a connection or read may stall.
-    type: int
-    default: 60
-  validate_certs:
-    description: Check the server's TLS certificate.
-    type: bool
-    default: true
+extends_documentation_fragment:
+  - model_http
 author:
   - V100 LLM host toolkit
 """
@@ -75,7 +65,7 @@ import fcntl
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.http_get import get_keeping_token_home
+from ansible.module_utils.http_get import REQUEST_ARGUMENT_SPEC, get_keeping_token_home
 from ansible.module_utils.model_sources import file_digest, wanted_digest
 from ansible.module_utils.resumable_download import continuation, range_header
 from ansible.module_utils.run_lock import RUN_LOCK
@@ -87,7 +77,11 @@ def _open(module, url, headers):
     """GET url (the token stays with its host: http_get.py). Returns (answer, status, Content-Range); answer is
     None for an error status."""
     params = module.params
-    answer, status, answer_headers = get_keeping_token_home(url, headers, params["timeout"], params["validate_certs"])
+    try:
+        answer, status, answer_headers = get_keeping_token_home(url, headers, params["timeout"],
+                                                                params["validate_certs"])
+    except ValueError as refused:
+        module.fail_json(msg=str(refused))
     if status == -1:
         module.fail_json(msg="%s: more than 10 redirects" % params["url"])
     return answer, status, answer_headers.get("Content-Range")
@@ -126,9 +120,7 @@ def main():
             "sha256": {"type": "str"},
             "git_sha1": {"type": "str"},
             "partial_dir": {"type": "path", "required": True},
-            "headers": {"type": "dict", "default": {}, "no_log": True},
-            "timeout": {"type": "int", "default": 60},
-            "validate_certs": {"type": "bool", "default": True},
+            **REQUEST_ARGUMENT_SPEC,
         },
         required_one_of=[("sha256", "git_sha1")],
         mutually_exclusive=[("sha256", "git_sha1")],

@@ -138,19 +138,27 @@ def start_container(image, box, volumes=()):
 
 def boot(box):
     """Wait for systemd, then serve the image's stand-ins (transient units do not survive a restart)."""
-    sh("docker", "exec", box, "systemctl", "is-system-running", "--wait", check=False)
+    # Right after `docker run` or `docker start`, systemctl can come before systemd's bus and fail at once;
+    # a stand-in started then never runs (CI of stop 24: port 8767 refused every run of a lane).
+    for _ in range(150):
+        if sh("docker", "exec", box, "systemctl", "is-system-running", "--wait",
+              check=False).stdout.strip() in ("running", "degraded"):
+            break
+        time.sleep(0.2)
+    else:
+        raise RuntimeError("systemd in %s did not finish booting" % box)
     if sh("docker", "exec", box, "test", "-d", "/opt/fixture-cuda-repo/repo", check=False).returncode == 0:
         sh("docker", "exec", box, "systemd-run", "--unit=fixture-cuda-repo", "/usr/bin/python3", "-m",
-           "http.server", "8765", "--bind", "127.0.0.1", "--directory", "/opt/fixture-cuda-repo/repo", check=False)
-        url = "http://127.0.0.1:8765/InRelease"
+           "http.server", "8765", "--bind", "127.0.0.1", "--directory", "/opt/fixture-cuda-repo/repo")
+        urls = ["http://127.0.0.1:8765/InRelease"]
     else:
         for port, rate in (("8767", []), ("8768", ["9000000"])):
             sh("docker", "exec", box, "systemd-run", "--unit=fixture-%s" % port, "/usr/bin/python3",
-               "/opt/fixture_server.py", "/opt/llama-cpp-fixture", port, "hf_test_token_not_a_secret", *rate,
-               check=False)
-        url = "http://127.0.0.1:8768/models/"
-    sh("docker", "exec", box, "sh", "-c",
-       "for i in $(seq 150); do curl -sf -o /dev/null %s && exit 0; sleep 0.2; done" % url)
+               "/opt/fixture_server.py", "/opt/llama-cpp-fixture", port, "hf_test_token_not_a_secret", *rate)
+        urls = ["http://127.0.0.1:8767/models/", "http://127.0.0.1:8768/models/"]
+    for url in urls:
+        sh("docker", "exec", box, "sh", "-c",
+           "for i in $(seq 150); do curl -sf -o /dev/null %s && exit 0; sleep 0.2; done; exit 1" % url)
 
 
 def inventory(folder, box):

@@ -42,6 +42,8 @@ EXPECTED = {
     "cuda-toolkit-12-1": ["12.1.1-1"],
     "cuda-toolkit-12-4": ["12.4.1-1"],
     **{name: DRIVER_VERSIONS for name in DRIVER_NAMES},
+    # NVIDIA builds each NCCL release for several CUDA releases (pkg/debian/changelog.in).
+    **{name: ["2.20.5-1+cuda12.4", "2.21.5-1+cuda12.4", "2.23.4-1+cuda12.6"] for name in ("libnccl2", "libnccl-dev")},
 }
 
 

@@ -1,13 +1,11 @@
 """hf_model_listing against a local server answering as the Hub's tree API does (Link: <...>; rel="next")."""
 from __future__ import annotations
 
-import http.server
 import json
-import threading
 
 import hf_model_listing
 import pytest
-from ansible.module_utils.testing import patch_module_args
+from local_http import run_module, serving
 
 TOKEN = "Bearer hf_test"
 PAGES = {
@@ -18,47 +16,30 @@ PAGES = {
                                               None),
     "/hf/api/models/o/loop/tree/main": ([], "/hf/api/models/o/loop/tree/main"),
     "/hf/api/models/o/moved/tree/main": (None, "http://localhost:%d/hf/api/models/o/m/tree/main"),
+    # A next page on another host that is not the Hub's API: asked there, without the token.
+    "/hf/api/models/o/far/tree/main": ([{"type": "file", "oid": "c" * 40, "size": 2, "path": "a.json"}],
+                                       "http://localhost:%d/pages/2"),
+    "/pages/2": ([{"type": "file", "oid": "d" * 40, "size": 2, "path": "b.json"}], None),
 }
+
+
+def answer(path):
+    page, link = PAGES.get(path, (None, None))
+    if page is None and link:
+        return 307, {"Location": link}, b""
+    if page is None:
+        return 404, {}, b""
+    return 200, {"Link": '<%s>; rel="next"' % link} if link else {}, json.dumps(page).encode()
 
 
 @pytest.fixture(scope="module")
 def server():
-    seen = []
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802
-            seen.append((self.headers.get("Host"), self.path, self.headers.get("Authorization")))
-            page, link = PAGES.get(self.path, (None, None))
-            if page is None and link:
-                self.send_response(307)
-                self.send_header("Location", link % self.server.server_port)
-                self.end_headers()
-                return
-            if page is None:
-                self.send_error(404)
-                return
-            body = json.dumps(page).encode()
-            self.send_response(200)
-            if link:
-                self.send_header("Link", '<%s>; rel="next"' % link)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield "http://127.0.0.1:%d/hf" % httpd.server_port, seen
-    httpd.shutdown()
+    with serving(answer) as (base, seen):
+        yield base + "/hf", seen
 
 
 def run(capsys, args):
-    with patch_module_args(args):
-        with pytest.raises(SystemExit):
-            hf_model_listing.main()
-    return json.loads(capsys.readouterr().out)
+    return run_module(capsys, hf_model_listing.main, args)
 
 
 def test_pages_are_followed_on_the_endpoint_even_when_linked_to_the_hub(server, capsys):
@@ -73,6 +54,14 @@ def test_a_redirect_to_another_host_does_not_carry_the_token(server, capsys):
     result = run(capsys, {"url": endpoint + "/api/models/o/moved/tree/main", "headers": {"Authorization": TOKEN}})
     assert [item["path"] for item in result["files"]] == ["config.json", "onnx"]
     assert seen[-2][0].startswith("localhost:") and seen[-2][2] is None
+
+
+def test_a_next_page_on_another_host_goes_without_the_token(server, capsys):
+    endpoint, seen = server
+    result = run(capsys, {"url": endpoint + "/api/models/o/far/tree/main", "headers": {"Authorization": TOKEN}})
+    assert [item["path"] for item in result["files"]] == ["a.json", "b.json"]
+    assert seen[-2][1:] == ("/hf/api/models/o/far/tree/main", TOKEN)
+    assert seen[-1][0].startswith("localhost:") and seen[-1][1:] == ("/pages/2", None)
 
 
 def test_pages_that_never_end_and_missing_revisions_fail(server, capsys):

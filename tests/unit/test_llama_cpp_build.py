@@ -14,6 +14,9 @@ from ansible.module_utils.llama_cpp_build import (
     build_plan,
     build_stamp,
     cmake_args,
+    nccl_choice,
+    nccl_versions,
+    nccl_wanted,
     normalize_architectures,
     refused_extra_args,
     resolve_architectures,
@@ -169,3 +172,68 @@ def test_stamp_fields():
         "cmake_args": ["-DGGML_CUDA=OFF"], "targets": ["a", "b"],
     }
     assert stamp_hash(stamp) == stamp_hash(dict(reversed(list(stamp.items()))))
+
+
+# `apt-cache madison libnccl-dev` on a host with NVIDIA's CUDA repository beside Ubuntu's own NCCL (noble's
+# multiverse libnccl-dev 2.18.3, packages.ubuntu.com): NVIDIA's versions name the CUDA release they were built
+# for (libnccl2=2.21.5-1+cuda12.4 in NVIDIA's CUDA 12.4.1 container images).
+MADISON = """\
+libnccl-dev | 2.23.4-1+cuda12.6 | https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2404/x86_64  Packages
+libnccl-dev | 2.22.3-1+cuda12.5 | https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2404/x86_64  Packages
+libnccl-dev | 2.21.5-1+cuda12.4 | https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2404/x86_64  Packages
+libnccl-dev | 2.20.5-1+cuda12.4 | https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2404/x86_64  Packages
+libnccl-dev | 2.21.5-1+cuda12.2 | https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2404/x86_64  Packages
+libnccl-dev | 2.18.3-1 | http://archive.ubuntu.com/ubuntu noble/multiverse amd64 Packages
+"""
+
+
+@pytest.mark.parametrize("setting, cuda, gpus, wanted, error", [
+    ("auto", True, 2, True, ""),
+    ("auto", True, 1, False, ""),
+    ("auto", False, 2, False, ""),
+    (True, True, 1, True, ""),
+    (False, True, 2, False, ""),
+    ("true", True, 1, True, ""),
+    ("no", True, 2, False, ""),
+    (True, False, 2, False, "llama_cpp_nccl=true needs a CUDA build"),
+    ("yes please", True, 2, False, "llama_cpp_nccl=yes please must be auto, true or false"),
+])
+def test_nccl_by_default_for_a_cuda_build_serving_with_two_gpus(setting, cuda, gpus, wanted, error):
+    decision = nccl_wanted(setting, cuda, gpus)
+    assert decision["wanted"] == wanted and decision["error"].startswith(error) and bool(decision["error"]) == bool(error)
+
+
+def test_nccl_is_nvidias_build_for_the_toolkits_cuda_release():
+    assert nccl_versions(MADISON)[:2] == ["2.23.4-1+cuda12.6", "2.22.3-1+cuda12.5"]
+    assert "2.18.3-1" not in nccl_versions(MADISON)
+    # The newest built for CUDA 12.4, not apt's newest (a +cuda12.6 build beside a 12.4 toolkit).
+    assert nccl_choice(MADISON, "", "12.4")["version"] == "2.21.5-1+cuda12.4"
+    # One installed for the same release stays (a newer NCCL published later rebuilds nothing).
+    assert nccl_choice(MADISON, "2.20.5-1+cuda12.4", "12.4")["version"] == "2.20.5-1+cuda12.4"
+    # One installed for another release is replaced.
+    assert nccl_choice(MADISON, "2.22.3-1+cuda12.5", "12.4")["version"] == "2.21.5-1+cuda12.4"
+    # No nvcc yet (check mode on a fresh host): nothing chosen, nothing refused.
+    assert nccl_choice(MADISON, "", "") == {"version": "", "warning": "", "error": ""}
+
+
+def test_nccl_refusals_name_what_the_sources_have():
+    none = nccl_choice(MADISON, "", "12.8")
+    assert none["version"] == "" and none["error"].startswith(
+        "no libnccl-dev built for CUDA 12.8 in this host's apt sources (built for CUDA 12.2, 12.4, 12.5, 12.6)")
+    assert "Set llama_cpp_nccl: false" in none["error"]
+    assert "none at all" in nccl_choice("", "", "12.4")["error"]
+    assert nccl_choice(MADISON, "", "12.4", "2.21")["error"].startswith(
+        "llama_cpp_nccl_version=2.21 is not an NVIDIA NCCL package version")
+    assert "they have: 2.23.4-1+cuda12.6" in nccl_choice(MADISON, "", "12.4", "2.19.3-1+cuda12.4")["error"]
+    other = nccl_choice(MADISON, "", "12.4", "2.22.3-1+cuda12.5")
+    assert other["version"] == "2.22.3-1+cuda12.5" and other["error"] == "" and "built for CUDA 12.5" in other["warning"]
+
+
+def test_an_nccl_build_says_so_in_its_flags_and_stamp_and_others_keep_their_stamps():
+    with_nccl = _plan(requested_architectures="70", nccl="2.21.5-1+cuda12.4")
+    assert "-DGGML_CUDA_NCCL=ON" in with_nccl["cmake_args"] and with_nccl["stamp"]["nccl"] == "2.21.5-1+cuda12.4"
+    without = _plan(requested_architectures="70")
+    assert "nccl" not in without["stamp"] and not any("NCCL" in arg for arg in without["cmake_args"])
+    assert _plan(requested_architectures="", nccl="2.21.5-1+cuda12.4")["cmake_args"] == _plan()["cmake_args"]
+    assert refused_extra_args(["-DGGML_CUDA_NCCL=OFF"]) == [
+        "-DGGML_CUDA_NCCL=OFF: set from llama_cpp_nccl"]

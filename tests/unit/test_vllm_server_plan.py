@@ -172,11 +172,17 @@ def test_max_model_len_auto_takes_the_models_maximum_or_the_longest_that_fits_do
     assert one["chosen"] == "floor" and not one["fits"] and one["max_model_len"] == 4096
     assert "auto settles for no less than 4096 tokens. To fit: lower vllm_server_max_model_len to" in \
         memory_verdict(one)
-    # A number is planned as given, without the spare; one beyond the model's maximum is refused as vLLM does.
+    # A number is planned as given, without the spare.
     assert plan_max_model_len(shape, 29_540_000_000, 8192, 2, 32768, 0.9)["chosen"] == "set"
-    longer = plan_max_model_len(shape, 9_900_000_000, 40000, 2, 32768, 0.9)
-    assert not longer["fits"] and memory_verdict(longer).startswith(
-        "is longer than the model's own maximum of 32768 tokens")
+
+
+def test_a_number_beyond_the_models_maximum_is_refused_as_vllm_does_for_folders_and_repositories():
+    assert plan_server(settings(max_model_len=40000, model_max_len=32768))["errors"] == [
+        "vllm_server_max_model_len=40000 is longer than the model's own maximum of 32768 tokens (its config.json, "
+        "as vLLM 0.5.4 derives it in config.py _get_and_verify_max_len; it refuses a longer one at start): lower "
+        "it to 32768, or set auto"]
+    assert plan_server(settings(max_model_len=32768, model_max_len=32768))["errors"] == []
+    assert plan_server(settings(max_model_len=40000, model_max_len=0))["errors"] == []
 
 
 def test_the_models_maximum_is_vllms():
@@ -197,6 +203,9 @@ def test_max_model_len_auto_on_a_repository_is_the_fallback_with_a_warning():
     assert plan["argv"][plan["argv"].index("--max-model-len") + 1] == "4096"
     assert any("vllm_server_max_model_len=auto on Qwen/Qwen2.5-14B-Instruct-GPTQ-Int4" in warning
                for warning in plan["warnings"])
+    # No longer than the model's own maximum, where its config.json was read (vLLM would refuse 4096).
+    short = plan_server(settings(max_model_len="auto", model_max_len=2048))
+    assert short["argv"][short["argv"].index("--max-model-len") + 1] == "2048"
     assert plan_server(settings())["warnings"] == []
 
 

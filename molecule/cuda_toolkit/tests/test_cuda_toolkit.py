@@ -134,3 +134,10 @@ def test_apt_refuses_a_tampered_repo(host):
     # The role's own source and lists were not touched.
     assert f"{REPO}  Packages" in host.check_output("apt-cache policy")
     assert not host.service("fixture-cuda-repo-tampered").is_running
+
+
+def test_nccl_for_the_toolkits_cuda_release_is_installed_and_held(host):
+    """llama_cpp with NCCL (converge.yml): the repository's newest is 2.23.4-1+cuda12.6; the toolkit is 12.4."""
+    for package in ("libnccl2", "libnccl-dev"):
+        listed = host.run("dpkg-query -W -f '${Version} ${db:Status-Abbrev}' %s", package)
+        assert listed.stdout.split() == ["2.21.5-1+cuda12.4", "hi"], (package, listed.stdout)

@@ -5,7 +5,7 @@ NVIDIA's repo (developer.download.nvidia.com) cannot be reached from CI. This
 script builds, in one folder, a repo with the same layout (flat: the source is
 ``deb [signed-by=KEY] http://127.0.0.1:PORT/ /``), the package names and
 dependency shape of NVIDIA's debian12 CUDA repo for driver versions 535.261.03,
-550.54.15, 550.163.01 and 580.95.05 and CUDA 12.1/12.4, signed with a throwaway GPG key made at
+550.54.15, 550.163.01 and 580.95.05, CUDA 12.1/12.4 and NCCL for CUDA 12.4 and 12.6, signed with a throwaway GPG key made at
 build time. apt, its signature check, dpkg and update-alternatives then run for
 real against it. What stands in: ``nvcc`` and ``nvidia-smi`` are shell scripts
 that replay real recorded outputs (tests/fixtures/recorded/), and no package
@@ -252,10 +252,36 @@ def driver_packages(version: str, smi: str) -> list[Package]:
     ]
 
 
+# NCCL as NVIDIA builds it for several CUDA releases (version X.Y.Z-REV+cudaA.B: NVIDIA/nccl
+# pkg/debian/changelog.in; libnccl-dev depends on libnccl2 at the same version and ships nccl.h and libnccl.so:
+# pkg/debian/control.in, libnccl-dev.install.in). Two builds for 12.4 and a newer one for 12.6, so that the
+# newest in the repository is not the one for the toolkit.
+NCCL_VERSIONS = ("2.20.5-1+cuda12.4", "2.21.5-1+cuda12.4", "2.23.4-1+cuda12.6")
+
+
+def nccl_packages(version: str) -> list[Package]:
+    upstream = version.split("-")[0]
+    lib = "usr/lib/x86_64-linux-gnu"
+    placeholder = f"Placeholder for NCCL {upstream}. {STAND_IN_NOTE}\n"
+    return [
+        Package(name="libnccl2", version=version, section="libs",
+                summary="NVIDIA Collective Communication Library (NCCL) Runtime (stand-in)",
+                details="A placeholder libnccl.so.2, not NCCL.",
+                files={f"{lib}/libnccl.so.2": (placeholder, 0o644)}),
+        Package(name="libnccl-dev", version=version, section="libdevel",
+                summary="NVIDIA Collective Communication Library (NCCL) Development Files (stand-in)",
+                details="A placeholder nccl.h and libnccl.so, not NCCL.",
+                depends=[f"libnccl2 (= {version})"],
+                files={"usr/include/nccl.h": (f"/* {placeholder.strip()} */\n", 0o644),
+                       f"{lib}/libnccl.so": (placeholder, 0o644)}),
+    ]
+
+
 def package_set(recorded: Path) -> list[Package]:
     """The packages, named and related as in NVIDIA's debian12 CUDA repository."""
     smi = nvidia_smi_stub((recorded / NVIDIA_SMI_RECORDING).read_text())
     pkgs: list[Package] = [p for version in DRIVER_VERSIONS for p in driver_packages(version, smi)]
+    pkgs += [p for version in NCCL_VERSIONS for p in nccl_packages(version)]
     for release, version in {"12.1": "12.1.1-1", "12.4": "12.4.1-1"}.items():
         dash = release.replace(".", "-")
         prefix = f"/usr/local/cuda-{release}"

@@ -8,7 +8,10 @@ for Hugging Face (HF_ENDPOINT=http://127.0.0.1:PORT/hf, files at
 /hf/<owner>/<repo>/resolve/<revision>/<file>) and answer 401 unless the request
 carries "Authorization: Bearer TOKEN", as a gated repository does. A file
 with a sibling <file>.next is answered with "Link: <URL in it>; rel=next", as
-the Hub pages a repository's file listing (hf_model_folder.py).
+the Hub pages a repository's file listing (hf_model_folder.py). A path with a
+sibling <path>.redirect is answered with a 307 to the location in it, as the Hub
+answers /resolve/ of a small file with /api/resolve-cache/ on its own host
+(huggingface/swift-transformers pull request 209 shows the real answer).
 
     fixture_server.py FOLDER PORT TOKEN [BYTES_PER_SECOND]
 
@@ -54,8 +57,20 @@ class Handler(http.server.SimpleHTTPRequestHandler):
                 self.send_header("Link", '<%s>; rel="next"' % handle.read().strip())
         super().end_headers()
 
+    def _redirected(self) -> bool:
+        target = self.translate_path(self.path) + ".redirect"
+        if not os.path.isfile(target):
+            return False
+        with open(target) as handle:
+            location = handle.read().strip()
+        self.send_response(307)
+        self.send_header("Location", location)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+        return True
+
     def do_GET(self):  # noqa: N802 (http.server's name)
-        if not self._allowed():
+        if not self._allowed() or self._redirected():
             return
         wanted = re.fullmatch(r"bytes=(\d+)-", self.headers.get("Range", ""))
         path = self.translate_path(self.path)
@@ -79,7 +94,7 @@ class Handler(http.server.SimpleHTTPRequestHandler):
             self.copyfile(handle, self.wfile)
 
     def do_HEAD(self):  # noqa: N802
-        if self._allowed():
+        if self._allowed() and not self._redirected():
             super().do_HEAD()
 
 

@@ -12,7 +12,7 @@ and lfs {oid = sha256, size, pointerSize} for Git LFS files). config.json has Sm
 (the model of the GGUF fixture; its GGUF metadata agrees: 30 layers, 3 KV heads, 8192 context);
 model.safetensors is a valid safetensors file of one small zero tensor, not the model's weights; nothing here
 is served by vLLM (no GPU in the tests). .gitattributes, README.md and onnx/ are there to be left out. Beside
-it, Qwen/Qwen3-8B's config.json alone (at /hf/Qwen/Qwen3-8B/resolve/main/config.json).
+it, Qwen/Qwen3-8B's config.json alone (/hf/Qwen/Qwen3-8B/resolve/main/config.json redirects to it).
 """
 from __future__ import annotations
 
@@ -37,6 +37,7 @@ CONFIG = {
 # Qwen/Qwen3-8B's config.json fields (its repository's, at release): a repository vLLM 0.5.4 cannot load,
 # whose config.json vllm_server reads from the endpoint before any change.
 QWEN3_REPO = "Qwen/Qwen3-8B"
+QWEN3_COMMIT = "b968826d9c46dd6066d109eabc6255188de91218"  # stands in for the commit main points at
 QWEN3_CONFIG = {
     "architectures": ["Qwen3ForCausalLM"], "head_dim": 128, "hidden_size": 4096, "intermediate_size": 12288,
     "max_position_embeddings": 40960, "model_type": "qwen3", "num_attention_heads": 32, "num_hidden_layers": 36,
@@ -72,10 +73,16 @@ def main() -> None:
         "model.safetensors": (safetensors(), True),
         "onnx/model.onnx": (b"stand-in\n", True),
     }
-    qwen3 = os.path.join(root, "hf", QWEN3_REPO, "resolve", "main")
-    os.makedirs(qwen3, exist_ok=True)
-    with open(os.path.join(qwen3, "config.json"), "w") as handle:
+    # As the Hub answers a small file's /resolve/ URL: a 307 to /api/resolve-cache/ on the same host, at the
+    # commit (swift-transformers pull request 209 records the real Location).
+    cached = os.path.join(root, "hf", "api", "resolve-cache", "models", QWEN3_REPO, QWEN3_COMMIT)
+    os.makedirs(cached, exist_ok=True)
+    with open(os.path.join(cached, "config.json"), "w") as handle:
         json.dump(QWEN3_CONFIG, handle, indent=2)
+    qwen3_resolve = os.path.join(root, "hf", QWEN3_REPO, "resolve", "main")
+    os.makedirs(qwen3_resolve, exist_ok=True)
+    with open(os.path.join(qwen3_resolve, "config.json.redirect"), "w") as handle:
+        handle.write("/hf/api/resolve-cache/models/%s/%s/config.json?etag=stand-in\n" % (QWEN3_REPO, QWEN3_COMMIT))
     resolve = os.path.join(root, "hf", REPO, "resolve", COMMIT)
     for path, (data, _) in files.items():
         os.makedirs(os.path.dirname(os.path.join(resolve, path)), exist_ok=True)
