@@ -55,6 +55,11 @@ def hf_tree_url(endpoint: str, repo: str, revision: str) -> str:
     return "%s/api/models/%s/tree/%s" % (endpoint.rstrip("/"), repo, quote(revision, safe=""))
 
 
+def _is_folder(entry: Mapping[str, Any]) -> bool:
+    """A Hugging Face model folder (for vLLM): hf_repo without hf_file."""
+    return bool(entry.get("hf_repo")) and not entry.get("hf_file")
+
+
 def _folder_errors(where: str, name: Any, entry: Mapping[str, Any]) -> List[str]:
     """What is wrong with an hf_repo entry without hf_file: a model folder (for vLLM)."""
     errors = ["%s (%s) is a Hugging Face model folder (hf_repo without hf_file) with %s: leave it out (%s)." % (
@@ -88,7 +93,7 @@ def _entry_errors(index: int, entry: Mapping[str, Any]) -> List[str]:
                           where, name, " and ".join(sources) if sources else "no source"))
     sha256 = entry.get("sha256")
     needs_sha = bool(entry.get("url") or entry.get("hf_file"))
-    if entry.get("hf_repo") and not entry.get("hf_file"):
+    if _is_folder(entry):
         errors += _folder_errors(where, name, entry)
     elif entry.get("hf_include") is not None:
         errors.append("%s (%s) has hf_include without being a model folder: hf_include chooses the files of an "
@@ -248,7 +253,7 @@ def fetch_plan(models: Sequence[Mapping[str, Any]], models_dir: str, hf_endpoint
             errors.append("models_list[%d]=%r is not a mapping with name and a source." % (index, entry))
             continue
         entry_errors = _entry_errors(index, entry)
-        is_folder = bool(entry.get("hf_repo")) and not entry.get("hf_file")
+        is_folder = _is_folder(entry)
         file_name = str(entry.get("name")) if is_folder else _file_name(entry)
         if not FILE_NAME.match(file_name):
             entry_errors.append("models_list[%d] (%s) would be stored as %r: set file to a plain file name "

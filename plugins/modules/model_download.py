@@ -11,7 +11,8 @@ description:
   - Otherwise the bytes go to I(partial_dir)/<name of dest>.part. A partial file from an earlier, interrupted run is
     continued with C(Range) (plugins/module_utils/resumable_download.py); a server that answers 200 instead of 206
     is read from the start. The sha256 is taken over the whole file, which is then synced and renamed to I(dest)
-    (same file system). A mismatch removes the partial file and fails.
+    (same file system) and stamped (C(<dir of dest>/.stamps/<name>.json), as the models role's model_files
+    writes it: not hashed again). A mismatch removes the partial file and fails.
   - Holds the host's run lock (C(/run/lock/v100-llm.lock)) while it downloads, so that a run started while a
     killed run's download still goes on waits for it (role host_guard).
 options:
@@ -67,6 +68,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.http_get import REQUEST_ARGUMENT_SPEC, get_keeping_token_home
 from ansible.module_utils.model_sources import file_digest, wanted_digest
+from ansible.module_utils.model_stamps import fsync_path, write_stamp
 from ansible.module_utils.resumable_download import continuation, range_header
 from ansible.module_utils.run_lock import RUN_LOCK
 
@@ -137,6 +139,7 @@ def main():
     with open(RUN_LOCK, "a") as lock:
         fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
         resumed = _fetch(module, part)
+        before_hash = os.stat(part)
         got = file_digest(part, algorithm)
         if got != wanted:
             os.remove(part)
@@ -144,11 +147,10 @@ def main():
                                  "again." % (module.params["url"], algorithm, got, wanted), resumed_from=resumed)
         os.chmod(part, 0o644)
         os.rename(part, dest)
-        directory = os.open(os.path.dirname(dest), os.O_RDONLY)
-        try:
-            os.fsync(directory)
-        finally:
-            os.close(directory)
+        fsync_path(os.path.dirname(dest))
+        # Stamped at once: a run that dies before the models role's verify step leaves no unstamped download (it
+        # would be hashed again, and after a revision change not known as the role's own to remove).
+        write_stamp(dest, algorithm, got, before_hash)
     module.exit_json(changed=True, resumed_from=resumed, size=os.path.getsize(dest))
 
 

@@ -95,48 +95,12 @@ leftover_files:
   type: list
 """
 
-import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.gguf_metadata import GGUFError, model_summary, read_gguf_metadata
 from ansible.module_utils.model_sources import file_digest, stamp_matches, wanted_digest
-
-def stamp_path(path):
-    return os.path.join(os.path.dirname(path), ".stamps", os.path.basename(path) + ".json")
-
-
-def read_stamp(path):
-    try:
-        with open(stamp_path(path)) as handle:
-            return json.load(handle)
-    except (OSError, ValueError):
-        return None
-
-
-def _fsync(path):
-    descriptor = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
-
-
-def write_stamp(module, path, algorithm, digest, stat):
-    """The stamp certifies the file's bytes: both are on disk before it names them (a power cut
-    between the two leaves a file without a stamp, hashed again, never a stamp without its file)."""
-    _fsync(path)
-    target = stamp_path(path)
-    os.makedirs(os.path.dirname(target), mode=0o755, exist_ok=True)
-    temporary = target + ".tmp"
-    with open(temporary, "w") as handle:
-        json.dump({algorithm: digest, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}, handle)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.chmod(temporary, 0o644)
-    module.atomic_move(temporary, target)
-    _fsync(os.path.dirname(target))
-
+from ansible.module_utils.model_stamps import read_stamp, stamp_path, write_stamp
 
 def partial_path(path):
     """Where model_download keeps the bytes of an unfinished download of path."""
@@ -216,7 +180,7 @@ def check_one(module, spec, record):
                                  "another one. It is not used; remove it or correct the %s." % (
                                      path, spec["name"], algorithm, actual, wanted, algorithm))
         if not module.check_mode:
-            write_stamp(module, path, algorithm, actual, stat)
+            write_stamp(path, algorithm, actual, stat)
         result[algorithm], stamped, wrote = actual, True, True
     result["up_to_date"] = stamped
     if stamped:

@@ -91,3 +91,10 @@ def test_a_partial_file_longer_than_the_file_is_started_over(server, tmp_path):
     data, _, result = download_after(server, tmp_path, 512 * 1024, os.urandom(512 * 1024 + 100))
     assert result["changed"] and result["resumed_from"] == 0, result
     assert (tmp_path / "m.gguf").read_bytes() == data
+
+
+def test_a_finished_download_is_stamped_at_once(server, tmp_path):
+    data, args, _ = download_after(server, tmp_path, 256 * 1024, b"")
+    stamp = json.loads((tmp_path / ".stamps" / "m.gguf.json").read_text())
+    stat = (tmp_path / "m.gguf").stat()
+    assert stamp == {"sha256": args["sha256"], "size": len(data), "mtime_ns": stat.st_mtime_ns}
