@@ -148,9 +148,9 @@ class FilterModule:
             "debian_missing_components": _DEBIAN.missing_components,
             "llama_cpp_build_plan": llama_cpp_build_plan,
             "llama_cpp_refused_args": llama_cpp_refused_args,
-            # llama_cpp_nccl | llama_cpp_nccl_wanted(cuda build, serving GPUs) -> {"wanted", "error"}
+            # llama_cpp_nccl | llama_cpp_nccl_wanted(cuda build, serving GPUs) -> {"wanted", "required", "error"}
             "llama_cpp_nccl_wanted": _BUILD.nccl_wanted,
-            # madison output | llama_cpp_nccl_choice(installed, CUDA release, requested) -> {"version", "error", ...}
+            # madison output | llama_cpp_nccl_choice(installed, CUDA release, requested, required) -> {"version", ...}
             "llama_cpp_nccl_choice": _BUILD.nccl_choice,
             # models_list | models_fetch_plan(models_dir, hf_endpoint) -> {"models": [...], "errors": [...]}
             "models_fetch_plan": _MODELS.fetch_plan,

@@ -215,19 +215,22 @@ _NCCL_VERSION = re.compile(r"^(\d+)\.(\d+)\.(\d+)-(\d+)\+cuda(\d+\.\d+)$")
 
 
 def nccl_wanted(setting: Any, cuda_build: bool, serving_gpus: int) -> Dict[str, Any]:
-    """llama_cpp_nccl (auto, true or false) -> {"wanted": bool, "error": ""}. auto: a CUDA build on a host that
-    serves with two GPUs or more (a build host without GPUs, or one GPU, gains nothing from NCCL)."""
+    """llama_cpp_nccl (auto, true or false) -> {"wanted": bool, "required": bool, "error": ""}. auto: a CUDA build on
+    a host that serves with two GPUs or more (a build host without GPUs, or one GPU, gains nothing from NCCL),
+    where the apt sources have it; true: required."""
     if setting == "auto":
-        return {"wanted": bool(cuda_build) and int(serving_gpus or 0) >= 2, "error": ""}
+        return {"wanted": bool(cuda_build) and int(serving_gpus or 0) >= 2, "required": False, "error": ""}
     # As Ansible reads a boolean given as text (-e llama_cpp_nccl=true).
     setting = {"true": True, "yes": True, "on": True, "1": True,
                "false": False, "no": False, "off": False, "0": False}.get(str(setting).lower(), setting)
     if not isinstance(setting, bool):
-        return {"wanted": False, "error": "llama_cpp_nccl=%s must be auto, true or false" % (setting,)}
+        return {"wanted": False, "required": False, "error": "llama_cpp_nccl=%s must be auto, true or false" % (
+            setting,)}
     if setting and not cuda_build:
-        return {"wanted": False, "error": "llama_cpp_nccl=true needs a CUDA build, and this one is for the CPU "
-                                          "(no GPU, or llama_cpp_cuda_architectures is empty): set it to auto"}
-    return {"wanted": setting, "error": ""}
+        return {"wanted": False, "required": False, "error": (
+            "llama_cpp_nccl=true needs a CUDA build, and this one is for the CPU (no GPU, or "
+            "llama_cpp_cuda_architectures is empty): set it to auto")}
+    return {"wanted": setting, "required": setting, "error": ""}
 
 
 def nccl_versions(madison: str) -> List[str]:
@@ -252,12 +255,15 @@ def _nccl_cuda(version: str) -> str:
     return match.group(5) if match else ""
 
 
-def nccl_choice(madison: str, installed: str, cuda_release: str, requested: str = "") -> Dict[str, Any]:
+def nccl_choice(madison: str, installed: str, cuda_release: str, requested: str = "",
+                required: bool = True) -> Dict[str, Any]:
     """The libnccl2/libnccl-dev version to hold and build against: {"version", "error", "warning"}.
 
     requested (llama_cpp_nccl_version) when the sources have it; else the installed one when it was built for the
     toolkit's CUDA release (so NVIDIA publishing a newer NCCL does not rebuild llama.cpp); else the newest the
     sources have for that release. cuda_release "" (no nvcc yet: check mode on a fresh host) chooses nothing.
+    None for that release is refused when NCCL is required (llama_cpp_nccl: true), else a warning: the build goes
+    on without it, as llama.cpp's own does (a host whose apt sources carry no NCCL still gets its server).
     """
     available = nccl_versions(madison)
     if requested:
@@ -279,8 +285,12 @@ def nccl_choice(madison: str, installed: str, cuda_release: str, requested: str 
     if matching:
         return {"version": matching[-1], "warning": "", "error": ""}
     others = sorted({_nccl_cuda(v) for v in available}, key=lambda r: tuple(int(p) for p in r.split(".")))
-    return {"version": "", "warning": "", "error": (
-        "no libnccl-dev built for CUDA %s in this host's apt sources (%s). NCCL comes from NVIDIA's CUDA repository "
-        "(role cuda_repo). Set llama_cpp_nccl: false to build without it (split_mode layer does not use it; tensor "
-        "runs without it, slower), or llama_cpp_nccl_version to one built for another CUDA release" % (
-            cuda_release, "built for CUDA " + ", ".join(others) if others else "none at all"))}
+    missing = "no libnccl-dev built for CUDA %s in this host's apt sources (%s). NCCL comes from NVIDIA's CUDA " \
+              "repository (role cuda_repo)" % (cuda_release, "built for CUDA " + ", ".join(others) if others
+                                               else "none at all")
+    if not required:
+        return {"version": "", "error": "", "warning": missing + ": building without it (split_mode layer does not "
+                "use it; tensor runs without it, slower). Set llama_cpp_nccl: false to build without it quietly"}
+    return {"version": "", "warning": "", "error": missing + ". Set llama_cpp_nccl: false or auto to build without "
+            "it (split_mode layer does not use it; tensor runs without it, slower), or llama_cpp_nccl_version to "
+            "one built for another CUDA release"}

@@ -201,6 +201,8 @@ libnccl-dev | 2.18.3-1 | http://archive.ubuntu.com/ubuntu noble/multiverse amd64
 def test_nccl_by_default_for_a_cuda_build_serving_with_two_gpus(setting, cuda, gpus, wanted, error):
     decision = nccl_wanted(setting, cuda, gpus)
     assert decision["wanted"] == wanted and decision["error"].startswith(error) and bool(decision["error"]) == bool(error)
+    # Only true insists on it; auto builds without NCCL where the apt sources have none.
+    assert decision["required"] == (wanted and setting in (True, "true"))
 
 
 def test_nccl_is_nvidias_build_for_the_toolkits_cuda_release():
@@ -220,7 +222,10 @@ def test_nccl_refusals_name_what_the_sources_have():
     none = nccl_choice(MADISON, "", "12.8")
     assert none["version"] == "" and none["error"].startswith(
         "no libnccl-dev built for CUDA 12.8 in this host's apt sources (built for CUDA 12.2, 12.4, 12.5, 12.6)")
-    assert "Set llama_cpp_nccl: false" in none["error"]
+    assert "Set llama_cpp_nccl: false or auto" in none["error"]
+    # auto builds without it, saying so.
+    quiet = nccl_choice(MADISON, "", "12.8", required=False)
+    assert quiet["version"] == "" and quiet["error"] == "" and "building without it" in quiet["warning"]
     assert "none at all" in nccl_choice("", "", "12.4")["error"]
     assert nccl_choice(MADISON, "", "12.4", "2.21")["error"].startswith(
         "llama_cpp_nccl_version=2.21 is not an NVIDIA NCCL package version")
