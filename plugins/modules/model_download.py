@@ -12,7 +12,7 @@ description:
     continued with C(Range) (plugins/module_utils/resumable_download.py); a server that answers 200 instead of 206
     is read from the start. The sha256 is taken over the whole file, which is then synced and renamed to I(dest)
     (same file system) and stamped (C(<dir of dest>/.stamps/<name>.json), as the models role's model_files
-    writes it: not hashed again). A mismatch removes the partial file and fails.
+    writes it, so it is not hashed again). A mismatch removes the partial file and fails.
   - Holds the host's run lock (C(/run/lock/v100-llm.lock)) while it downloads, so that a run started while a
     killed run's download still goes on waits for it (role host_guard).
 options:
