@@ -33,20 +33,22 @@ def redirect_refused(url: str, target: str) -> str:
 
 
 def get_keeping_token_home(url: str, headers: Mapping[str, str], timeout: int, validate_certs: bool,
-                           max_redirects: int = 10) -> Tuple[Optional[Any], int, Any]:
-    """GET url, following redirects here so that the Authorization header goes to the host it was given for and
-    to no other (a Hugging Face /resolve/ URL redirects to its CDN; RFC 9110 section 15.4: a client resending
-    credentials elsewhere leaks them). -> (answer, status, response headers); answer is None for an error status;
-    status -1 after max_redirects redirects."""
+                           max_redirects: int = 10, method: str = "GET",
+                           redirect_answers_with: str = "") -> Tuple[Optional[Any], int, Any]:
+    """GET (or method) url, following redirects here so that the Authorization header goes to the host it was
+    given for and to no other (a Hugging Face /resolve/ URL redirects to its CDN; RFC 9110 section 15.4: a client
+    resending credentials elsewhere leaks them). A redirect carrying the header redirect_answers_with is the
+    answer (the Hub's X-Linked-Size). -> (answer, status, response headers); answer is None for an error status
+    or such a redirect; status -1 after max_redirects redirects."""
     headers = dict(headers)
     for _ in range(max_redirects):
         try:
-            answer = open_url(url, headers=headers, timeout=timeout, validate_certs=validate_certs,
+            answer = open_url(url, method=method, headers=headers, timeout=timeout, validate_certs=validate_certs,
                               follow_redirects="none")
             return answer, answer.getcode(), answer.headers
         except HTTPError as error:
             location = error.headers.get("Location") if error.code in REDIRECTS else None
-            if not location:
+            if not location or (redirect_answers_with and error.headers.get(redirect_answers_with)):
                 return None, error.code, error.headers
             target = urljoin(url, location)
             refused = redirect_refused(url, target)

@@ -129,10 +129,10 @@ def cmake_args(cuda_architectures: str = "", build_number: Any = None, commit: s
         # default (q4_0, q8_0, f16 and bf16 pairs) covers the servers' caches.
         if fa_all_quants:
             args.append("-DGGML_CUDA_FA_QUANTS=all")
-        # On by default upstream, where it only warns when NCCL is missing: asked for, it must be found
-        # (the role checks CMake's cache after configure).
-        if nccl:
-            args.append("-DGGML_CUDA_NCCL=ON")
+        # On by default upstream (ggml/CMakeLists.txt), where it links any NCCL it finds and only warns when
+        # there is none: asked for, it must be found (the role checks CMake's cache after configure); not
+        # asked for, it is off, so a libnccl-dev left on the host is not linked behind the stamp's back.
+        args.append("-DGGML_CUDA_NCCL=%s" % _on_off(bool(nccl)))
     else:
         args.append("-DGGML_CUDA=OFF")
     if build_number not in (None, ""):
@@ -260,37 +260,46 @@ def nccl_choice(madison: str, installed: str, cuda_release: str, requested: str 
     """The libnccl2/libnccl-dev version to hold and build against: {"version", "error", "warning"}.
 
     requested (llama_cpp_nccl_version) when the sources have it; else the installed one when it was built for the
-    toolkit's CUDA release (so NVIDIA publishing a newer NCCL does not rebuild llama.cpp); else the newest the
-    sources have for that release. cuda_release "" (no nvcc yet: check mode on a fresh host) chooses nothing.
-    None for that release is refused when NCCL is required (llama_cpp_nccl: true), else a warning: the build goes
-    on without it, as llama.cpp's own does (a host whose apt sources carry no NCCL still gets its server).
+    toolkit's CUDA major release (so NVIDIA publishing a newer NCCL does not rebuild llama.cpp, and an owner's
+    newer 12.y build is not downgraded); else the newest the sources have for the toolkit's release, or failing
+    that for its major release. NCCL links the CUDA runtime statically and every CUDA 12 build of it carries sm_70
+    code (NVIDIA/nccl makefiles/common.mk, src/Makefile), so any 12.y build runs beside a 12.x llama.cpp under
+    minor version compatibility; NVIDIA's install guide only recommends the matching one. Its CUDA 13 builds start
+    at sm_75 (common.mk): refused on a V100. cuda_release "" (no nvcc yet: check mode on a fresh host) chooses
+    nothing. None for the major release is refused when NCCL is required (llama_cpp_nccl: true), else a warning:
+    the build goes on without it, as llama.cpp's own does (a host whose apt sources carry no NCCL still gets its
+    server).
     """
     available = nccl_versions(madison)
+    major = cuda_release.split(".")[0]
     if requested:
         if not _NCCL_VERSION.match(requested):
             return {"version": "", "warning": "", "error": "llama_cpp_nccl_version=%s is not an NVIDIA NCCL package "
                     "version such as 2.21.5-1+cuda12.4 (apt-cache madison libnccl-dev lists them)" % requested}
+        built_for = _nccl_cuda(requested)
+        if built_for.split(".")[0] != (major or "12"):
+            return {"version": "", "warning": "", "error": "llama_cpp_nccl_version=%s was built for CUDA %s, and "
+                    "llama.cpp is built with CUDA %s: NCCL must come from the same major release (its CUDA 13 "
+                    "builds carry no kernels for the V100's sm_70). Choose a +cuda%s.y version, or leave "
+                    "llama_cpp_nccl_version empty" % (requested, built_for, cuda_release or "12", major or "12")}
         if requested not in available and requested != installed:
             return {"version": "", "warning": "", "error": "llama_cpp_nccl_version=%s is not in this host's apt "
                     "sources (they have: %s)" % (requested, ", ".join(available) or "none")}
-        warning = ("" if not cuda_release or _nccl_cuda(requested) == cuda_release else
-                   "llama_cpp_nccl_version=%s was built for CUDA %s, and the toolkit is CUDA %s" % (
-                       requested, _nccl_cuda(requested), cuda_release))
-        return {"version": requested, "warning": warning, "error": ""}
+        return {"version": requested, "warning": "", "error": ""}
     if not cuda_release:
         return {"version": "", "warning": "", "error": ""}
-    if _nccl_cuda(installed) == cuda_release:
+    if _nccl_cuda(installed).split(".")[0] == major:
         return {"version": installed, "warning": "", "error": ""}
-    matching = sorted((v for v in available if _nccl_cuda(v) == cuda_release), key=_nccl_order)
+    same_major = [v for v in available if _nccl_cuda(v).split(".")[0] == major]
+    matching = [v for v in same_major if _nccl_cuda(v) == cuda_release] or same_major
     if matching:
-        return {"version": matching[-1], "warning": "", "error": ""}
+        return {"version": max(matching, key=_nccl_order), "warning": "", "error": ""}
     others = sorted({_nccl_cuda(v) for v in available}, key=lambda r: tuple(int(p) for p in r.split(".")))
-    missing = "no libnccl-dev built for CUDA %s in this host's apt sources (%s). NCCL comes from NVIDIA's CUDA " \
-              "repository (role cuda_repo)" % (cuda_release, "built for CUDA " + ", ".join(others) if others
-                                               else "none at all")
+    missing = "no libnccl-dev built for CUDA %s.x in this host's apt sources (%s). NCCL comes from NVIDIA's CUDA " \
+              "repository (role nvidia_cuda_repo)" % (major, "built for CUDA " + ", ".join(others) if others
+                                                      else "none at all")
     if not required:
         return {"version": "", "error": "", "warning": missing + ": building without it (split_mode layer does not "
                 "use it; tensor runs without it, slower). Set llama_cpp_nccl: false to build without it quietly"}
     return {"version": "", "warning": "", "error": missing + ". Set llama_cpp_nccl: false or auto to build without "
-            "it (split_mode layer does not use it; tensor runs without it, slower), or llama_cpp_nccl_version to "
-            "one built for another CUDA release"}
+            "it (split_mode layer does not use it; tensor runs without it, slower)"}

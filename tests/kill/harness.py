@@ -66,7 +66,12 @@ FIXTURE_REPO = {"nvidia_cuda_repo_url": "http://127.0.0.1:8765/",
 # nothing behind this lab's mirror, which sends no caching headers).
 WHEELHOUSE = Path.home() / ".cache" / "v100-llm" / "wheelhouse"
 WHEELHOUSE_ON_HOST = "/opt/vllm-wheelhouse"
-STAGES = {"llama_cpp": {"playbook": "llama_cpp.yml", "image": "local/v100-kill-base", "volumes": []},
+# The llama.cpp points start from the demo's end state, and compile through
+# the demo's compiler cache on the controller (scripts/demo): the build
+# point's two builds then recompile little.
+LLAMA_CCACHE = Path.home() / ".cache" / "v100-llm" / "ccache-llama.cpp"
+STAGES = {"llama_cpp": {"playbook": "llama_cpp.yml", "image": "local/v100-kill-base",
+                        "volumes": ["%s:/var/cache/llama.cpp/ccache" % LLAMA_CCACHE]},
           "driver": {"playbook": "driver.yml", "image": "local/v100-kill-driver-base", "volumes": []},
           "vllm": {"playbook": "vllm.yml", "image": "local/v100-kill-driver-base",
                    "volumes": ["%s:%s:ro" % (WHEELHOUSE, WHEELHOUSE_ON_HOST)]}}
@@ -141,7 +146,7 @@ def boot(box):
     # Right after `docker run` or `docker start`, systemctl can come before systemd's bus and fail at once;
     # a stand-in started then never runs (CI of stop 24: port 8767 refused every run of a lane).
     for _ in range(150):
-        if sh("docker", "exec", box, "systemctl", "is-system-running", "--wait",
+        if sh("docker", "exec", box, "timeout", "60", "systemctl", "is-system-running", "--wait",
               check=False).stdout.strip() in ("running", "degraded"):
             break
         time.sleep(0.2)

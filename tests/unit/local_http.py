@@ -30,9 +30,13 @@ def serving(answer: Callable[[str], Answer]) -> Iterator[Tuple[str, List[tuple]]
             self.send_response(status)
             for name, value in headers.items():
                 self.send_header(name, value.replace("%d", str(self.server.server_port)))
-            self.send_header("Content-Length", str(len(body)))
+            if "Content-Length" not in headers:
+                self.send_header("Content-Length", str(len(body)))
             self.end_headers()
-            self.wfile.write(body)
+            if self.command != "HEAD":
+                self.wfile.write(body)
+
+        do_HEAD = do_GET  # noqa: N815 (http.server's name)
 
         def log_message(self, *args):
             pass
@@ -51,3 +55,12 @@ def run_module(capsys, main: Callable[[], None], args: dict) -> dict:
         with pytest.raises(SystemExit):
             main()
     return json.loads(capsys.readouterr().out)
+
+
+def serving_fixture(answers: Dict[str, Answer]):
+    """A module-scoped fixture named server: serving() answering from answers by path, 404 for any other."""
+    @pytest.fixture(scope="module", name="server")
+    def server_fixture():
+        with serving(lambda path: answers.get(path, (404, {}, b""))) as served:
+            yield served
+    return server_fixture

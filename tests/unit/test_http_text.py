@@ -6,7 +6,7 @@ import json
 import http_text
 import pytest
 from ansible.module_utils.http_get import redirect_refused
-from local_http import run_module, serving
+from local_http import run_module, serving_fixture
 
 TOKEN = "Bearer hf_test"
 CONFIG = json.dumps({"architectures": ["Qwen3ForCausalLM"]}).encode()
@@ -22,10 +22,7 @@ ANSWERS = {
 }
 
 
-@pytest.fixture(scope="module")
-def server():
-    with serving(lambda path: ANSWERS.get(path, (404, {}, b""))) as served:
-        yield served
+server = serving_fixture(ANSWERS)
 
 
 def run(capsys, args):

@@ -212,33 +212,48 @@ def test_nccl_is_nvidias_build_for_the_toolkits_cuda_release():
     assert nccl_choice(MADISON, "", "12.4")["version"] == "2.21.5-1+cuda12.4"
     # One installed for the same release stays (a newer NCCL published later rebuilds nothing).
     assert nccl_choice(MADISON, "2.20.5-1+cuda12.4", "12.4")["version"] == "2.20.5-1+cuda12.4"
-    # One installed for another release is replaced.
-    assert nccl_choice(MADISON, "2.22.3-1+cuda12.5", "12.4")["version"] == "2.21.5-1+cuda12.4"
+    # One installed for another CUDA 12 release stays too: every CUDA 12 NCCL carries sm_70 and links its runtime
+    # statically (NVIDIA/nccl makefiles/common.mk, src/Makefile), so an owner's newer build is not downgraded.
+    assert nccl_choice(MADISON, "2.22.3-1+cuda12.5", "12.4")["version"] == "2.22.3-1+cuda12.5"
+    # None for the toolkit's release: the newest for its major release.
+    assert nccl_choice(MADISON, "", "12.8")["version"] == "2.23.4-1+cuda12.6"
+    # A CUDA 13 build has no sm_70 kernels: never chosen, never kept.
+    cuda13 = MADISON + "libnccl-dev | 2.28.3-1+cuda13.0 | https://developer.download.nvidia.com/x  Packages\n"
+    assert nccl_choice(cuda13, "2.28.3-1+cuda13.0", "12.4")["version"] == "2.21.5-1+cuda12.4"
     # No nvcc yet (check mode on a fresh host): nothing chosen, nothing refused.
     assert nccl_choice(MADISON, "", "") == {"version": "", "warning": "", "error": ""}
 
 
 def test_nccl_refusals_name_what_the_sources_have():
-    none = nccl_choice(MADISON, "", "12.8")
+    only_13 = "libnccl-dev | 2.28.3-1+cuda13.0 | https://developer.download.nvidia.com/x  Packages\n"
+    none = nccl_choice(only_13, "", "12.4")
     assert none["version"] == "" and none["error"].startswith(
-        "no libnccl-dev built for CUDA 12.8 in this host's apt sources (built for CUDA 12.2, 12.4, 12.5, 12.6)")
+        "no libnccl-dev built for CUDA 12.x in this host's apt sources (built for CUDA 13.0). NCCL comes from "
+        "NVIDIA's CUDA repository (role nvidia_cuda_repo)")
     assert "Set llama_cpp_nccl: false or auto" in none["error"]
     # auto builds without it, saying so.
-    quiet = nccl_choice(MADISON, "", "12.8", required=False)
+    quiet = nccl_choice(only_13, "", "12.4", required=False)
     assert quiet["version"] == "" and quiet["error"] == "" and "building without it" in quiet["warning"]
     assert "none at all" in nccl_choice("", "", "12.4")["error"]
     assert nccl_choice(MADISON, "", "12.4", "2.21")["error"].startswith(
         "llama_cpp_nccl_version=2.21 is not an NVIDIA NCCL package version")
     assert "they have: 2.23.4-1+cuda12.6" in nccl_choice(MADISON, "", "12.4", "2.19.3-1+cuda12.4")["error"]
     other = nccl_choice(MADISON, "", "12.4", "2.22.3-1+cuda12.5")
-    assert other["version"] == "2.22.3-1+cuda12.5" and other["error"] == "" and "built for CUDA 12.5" in other["warning"]
+    assert other == {"version": "2.22.3-1+cuda12.5", "error": "", "warning": ""}
+    for release in ("12.4", ""):
+        volta_less = nccl_choice(MADISON, "", release, "2.28.3-1+cuda13.0")
+        assert volta_less["version"] == "" and volta_less["error"].startswith(
+            "llama_cpp_nccl_version=2.28.3-1+cuda13.0 was built for CUDA 13.0, and llama.cpp is built with CUDA 12")
+        assert "no kernels for the V100's sm_70" in volta_less["error"]
 
 
 def test_an_nccl_build_says_so_in_its_flags_and_stamp_and_others_keep_their_stamps():
     with_nccl = _plan(requested_architectures="70", nccl="2.21.5-1+cuda12.4")
     assert "-DGGML_CUDA_NCCL=ON" in with_nccl["cmake_args"] and with_nccl["stamp"]["nccl"] == "2.21.5-1+cuda12.4"
     without = _plan(requested_architectures="70")
-    assert "nccl" not in without["stamp"] and not any("NCCL" in arg for arg in without["cmake_args"])
+    # Off, not left to ggml's default (on, linking any libnccl-dev the host has).
+    assert "nccl" not in without["stamp"] and "-DGGML_CUDA_NCCL=OFF" in without["cmake_args"]
     assert _plan(requested_architectures="", nccl="2.21.5-1+cuda12.4")["cmake_args"] == _plan()["cmake_args"]
+    assert not any("NCCL" in arg for arg in _plan()["cmake_args"])
     assert refused_extra_args(["-DGGML_CUDA_NCCL=OFF"]) == [
         "-DGGML_CUDA_NCCL=OFF: set from llama_cpp_nccl"]

@@ -173,3 +173,11 @@ def test_a_module_gone_from_dkms_tree_is_registered_and_built_again(host):
     assert UPDATED_KERNEL in _dkms_kernels(host.check_output("dkms status"))
     modules = host.check_output(f"find /lib/modules/{UPDATED_KERNEL}/updates -name 'nvidia*.ko*'")
     assert "nvidia" in modules
+
+
+def test_the_test_compiler_cache_served_the_module_builds(host):
+    """Not the role's: the scenario's speed (molecule.yml). Counted from prepare.yml on, so a run whose builds
+    bypass ccache fails here (the repairs rebuild for a kernel this run already built for: hits even when cold)."""
+    stats = host.check_output("ccache --print-stats")
+    counters = dict(line.split("\t", 1) for line in stats.splitlines())
+    assert int(counters["direct_cache_hit"]) + int(counters["preprocessed_cache_hit"]) > 0, stats
