@@ -51,6 +51,8 @@ def run_module(**args):
     env = dict(os.environ, ANSIBLE_LIBRARY=str(PROJECT_ROOT / "plugins" / "modules"),
                ANSIBLE_MODULE_UTILS=str(PROJECT_ROOT / "plugins" / "module_utils"), ANSIBLE_LOAD_CALLBACK_PLUGINS="1",
                ANSIBLE_STDOUT_CALLBACK="json", ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_INVENTORY_UNPARSED_WARNING="0")
+    # Only the JSON on stdout: scripts/test turns on profile_tasks, which prints there too.
+    env.pop("ANSIBLE_CALLBACKS_ENABLED", None)
     ansible = os.path.join(os.path.dirname(sys.executable), "ansible")
     done = subprocess.run([ansible, "localhost", "-c", "local", "-m", "model_download", "-a", json.dumps(args)],
                           env=env, capture_output=True, text=True, check=False)
