@@ -2,6 +2,7 @@
 """GET over HTTP(S) for the model downloads, with a token that stays with the host it was given for."""
 from __future__ import annotations
 
+from http.client import HTTPException
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 from ansible.module_utils.six.moves.urllib.error import HTTPError
@@ -9,6 +10,9 @@ from ansible.module_utils.six.moves.urllib.parse import urljoin, urlparse
 from ansible.module_utils.urls import open_url
 
 REDIRECTS = (301, 302, 303, 307, 308)
+# What get_keeping_token_home raises when no HTTP answer came: no connection, a refused redirect (ValueError), a
+# garbled answer (HTTPException: BadStatusLine and the like).
+NOT_ANSWERED = (OSError, ValueError, HTTPException)
 # The options of plugins/doc_fragments/model_http.py.
 REQUEST_ARGUMENT_SPEC = {
     "headers": {"type": "dict", "default": {}, "no_log": True},

@@ -148,7 +148,7 @@ def build_stamp(source_sha256: str, version: str, cmake_arguments: Sequence[str]
     """The inputs that decide what the build produces. Two builds with the same
     stamp are the same build; any change here means a new install folder."""
     archs = normalize_architectures(cuda_architectures)
-    # Only with NCCL: the stamps of builds without it stay what they were (no rebuild on upgrade).
+    # The version only with NCCL (a build without it has -DGGML_CUDA_NCCL=OFF among its arguments).
     with_nccl = {"nccl": nccl} if nccl and archs else {}
     return {
         **with_nccl,

@@ -54,7 +54,7 @@ msg:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.http_get import REDIRECTS, REQUEST_ARGUMENT_SPEC, get_keeping_token_home
+from ansible.module_utils.http_get import NOT_ANSWERED, REDIRECTS, REQUEST_ARGUMENT_SPEC, get_keeping_token_home
 
 LINKED_SIZE = "X-Linked-Size"
 
@@ -69,7 +69,7 @@ def main():
         _, status, headers = get_keeping_token_home(url, dict(module.params["headers"]), module.params["timeout"],
                                                     module.params["validate_certs"], method="HEAD",
                                                     redirect_answers_with=LINKED_SIZE)
-    except (OSError, ValueError) as error:
+    except NOT_ANSWERED as error:
         module.exit_json(changed=False, found=False, status=-1, size=0, msg="%s was not reached: %s" % (url, error))
     found = status == 200 or (status in REDIRECTS and bool(headers.get(LINKED_SIZE)))
     size = (headers.get(LINKED_SIZE) or headers.get("Content-Length") or "0") if found else "0"

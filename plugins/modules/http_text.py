@@ -46,7 +46,7 @@ status:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.http_get import REQUEST_ARGUMENT_SPEC, get_keeping_token_home
+from ansible.module_utils.http_get import NOT_ANSWERED, REQUEST_ARGUMENT_SPEC, get_keeping_token_home
 
 
 def main():
@@ -62,7 +62,7 @@ def main():
     try:
         answer, status, _ = get_keeping_token_home(url, dict(module.params["headers"]), module.params["timeout"],
                                                    module.params["validate_certs"])
-    except (OSError, ValueError) as error:
+    except NOT_ANSWERED as error:
         module.fail_json(msg="%s was not read: %s" % (url, error), status=-1)
     if answer is None:
         module.fail_json(msg="%s answered HTTP %s" % (url, status) if status > 0 else "%s: too many redirects" % url,

@@ -32,7 +32,7 @@ OWNED = ["/etc/systemd/system/llama-server-*", "/etc/systemd/system/llama-server
          "/etc/systemd/system/nvidia-*.service.d/*", "/etc/profile.d/cuda.sh", "/etc/ld.so.conf.d/cuda.conf",
          "/opt/vllm/*/install-stamp.json", "/opt/vllm/wheels/*"]
 DRIVER_PACKAGES = r"^(nvidia|libnvidia|libcuda|firmware-nvidia|cuda|linux-headers)"
-LEFTOVERS = ["/srv/models/.partial/*", "/var/cache/llama.cpp/src", "/var/cache/llama.cpp/build",
+LEFTOVERS = ["/srv/models/.partial/*", "/var/cache/llama.cpp/llama.cpp-src", "/var/cache/llama.cpp/llama.cpp-build",
              "/var/cache/llama.cpp/git/.git/index.lock"]
 
 

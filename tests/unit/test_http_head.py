@@ -1,8 +1,10 @@
 """http_head against a local server answering as the Hugging Face Hub does for a Git LFS file's /resolve/ URL."""
 from __future__ import annotations
 
+import socket
+import threading
+
 import http_head
-import pytest
 from local_http import run_module, serving_fixture
 
 TOKEN = "Bearer hf_test"
@@ -47,3 +49,19 @@ def test_what_is_not_given_is_not_found_with_the_reason(server, capsys):
     assert not other["found"] and other["status"] == -1 and "only http and https are followed" in other["msg"]
     unreachable = run_module(capsys, http_head.main, {"url": "http://127.0.0.1:9/m.gguf", "timeout": 2})
     assert not unreachable["found"] and unreachable["status"] == -1
+
+
+def test_a_garbled_answer_is_not_found_with_the_reason(capsys):
+    """Not HTTP at all (a captive portal or filtering proxy can answer so): http.client's BadStatusLine."""
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        def answer_garbage():
+            connection, _ = listener.accept()
+            with connection:
+                connection.recv(4096)
+                connection.sendall(b"garbage\r\n\r\n")
+        thread = threading.Thread(target=answer_garbage)
+        thread.start()
+        garbled = run_module(capsys, http_head.main,
+                             {"url": "http://127.0.0.1:%d/m.gguf" % listener.getsockname()[1], "timeout": 5})
+        thread.join()
+    assert not garbled["found"] and garbled["status"] == -1 and "was not reached" in garbled["msg"]
