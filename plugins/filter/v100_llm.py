@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any, Dict, List, Mapping
@@ -23,8 +24,17 @@ import yaml
 ROLES = Path(__file__).resolve().parents[2] / "roles"
 
 
+_MODULE_UTILS = Path(__file__).resolve().parents[1] / "module_utils"
+_LOCAL_IMPORT = re.compile(r"^from ansible\.module_utils\.(\w+) import", re.MULTILINE)
+
+
+@functools.lru_cache(maxsize=None)
 def _module_utils(name: str) -> Any:
-    path = Path(__file__).resolve().parents[1] / "module_utils" / (name + ".py")
+    """Load plugins/module_utils/<name>.py, after the ones it imports."""
+    path = _MODULE_UTILS / (name + ".py")
+    for needed in _LOCAL_IMPORT.findall(path.read_text(encoding="utf-8")):
+        if (_MODULE_UTILS / (needed + ".py")).is_file():
+            _module_utils(needed)
     spec = importlib.util.spec_from_file_location("v100_llm_" + name, path)
     module = importlib.util.module_from_spec(spec)
     # Registered before it runs: dataclasses look their module up there.
@@ -35,24 +45,38 @@ def _module_utils(name: str) -> Any:
     return module
 
 
-_CUDA = _module_utils("cuda_version")
-_BUILD = _module_utils("llama_cpp_build")
-_MODELS = _module_utils("model_sources")
-_SERVER = _module_utils("llama_server_plan")
-_UNIT = _module_utils("systemd_unit")
-_VLLM = _module_utils("vllm_server_plan")
-_PIP = _module_utils("pip_options")
-_DEBIAN = _module_utils("debian_sources")
-_GPU_SERVICE = _module_utils("gpu_service")
-_RUN_LOCK = _module_utils("run_lock")
-_INITRAMFS = _module_utils("initramfs")
-_STAMPS = _module_utils("stamps")
-# stack_rules imports gpu_families and nvidia_releases; memory_plan imports gguf_metadata and stack_rules.
-_module_utils("gpu_families")
-_module_utils("nvidia_releases")
-_module_utils("gguf_metadata")
-_RULES = _module_utils("stack_rules")
-_MEMORY = _module_utils("memory_plan")
+class _Deferred:
+    """A module_utils file, loaded when one of its functions is first called.
+
+    Ansible loads every filter plugin in each task's worker process (a fork of
+    the controller), and loading all of these there took 0.15 s, on tasks that
+    mostly call none of them.
+    """
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attribute: str) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return getattr(_module_utils(self._name), attribute)(*args, **kwargs)
+        call.__name__ = attribute
+        return call
+
+
+_CUDA = _Deferred("cuda_version")
+_BUILD = _Deferred("llama_cpp_build")
+_MODELS = _Deferred("model_sources")
+_SERVER = _Deferred("llama_server_plan")
+_UNIT = _Deferred("systemd_unit")
+_VLLM = _Deferred("vllm_server_plan")
+_PIP = _Deferred("pip_options")
+_DEBIAN = _Deferred("debian_sources")
+_GPU_SERVICE = _Deferred("gpu_service")
+_RUN_LOCK = _Deferred("run_lock")
+_INITRAMFS = _Deferred("initramfs")
+_STAMPS = _Deferred("stamps")
+_RULES = _Deferred("stack_rules")
+_MEMORY = _Deferred("memory_plan")
 
 
 def cuda_toolkit_default(facts: Mapping[str, Any], branch: Any) -> str:

@@ -40,7 +40,7 @@ options:
         type: bool
         default: true
       enable:
-        description: Echoed back for the caller's enable task.
+        description: The unit should be enabled; echoed back, beside C(enabled), for the caller's enable task.
         type: bool
         default: true
 author:
@@ -58,7 +58,9 @@ EXAMPLES = r"""
 
 RETURN = r"""
 units:
-  description: Each unit as given, with action (restart, start or none), reason, stale, future, running and load_state.
+  description: >-
+    Each unit as given, with action (restart, start or none), reason, stale, future, running, load_state and
+    enabled (systemd's UnitFileState is C(enabled): nothing to enable).
   returned: always
   type: list
 daemon_reload:
@@ -74,7 +76,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.unit_freshness import needs_daemon_reload, unit_action, unit_object_path
 
 SHOWN = ["LoadState", "ActiveState", "NeedDaemonReload", "FragmentPath", "DropInPaths",
-         "InactiveExitTimestampMonotonic"]
+         "InactiveExitTimestampMonotonic", "UnitFileState"]
 
 
 def _properties(module, name):
@@ -124,7 +126,8 @@ def main():
         decision = unit_action(props, {path: _changed_at(path) for path in files if path},
                                unit["start"], unit["restart"], now_us)
         reload = reload or needs_daemon_reload(props, os.path.exists("/etc/systemd/system/" + unit["name"]))
-        units.append(dict(unit, load_state=props.get("LoadState", ""), **decision))
+        units.append(dict(unit, load_state=props.get("LoadState", ""),
+                          enabled=props.get("UnitFileState") == "enabled", **decision))
     warnings = ["%s: %s changed after now (a clock step?); not counted. Restart it by hand if it must re-read them."
                 % (unit["name"], ", ".join(unit["future"])) for unit in units if unit["future"]]
     for warning in warnings:
