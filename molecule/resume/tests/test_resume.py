@@ -17,3 +17,11 @@ def test_the_unit_ran_the_command_once_per_boot_and_logged_to_the_journal(host):
 def test_a_successful_resumed_run_removes_the_unit(host):
     assert not host.file("/etc/systemd/system/v100-llm-resume.service").exists
     assert not host.file("/etc/systemd/system/multi-user.target.wants/v100-llm-resume.service").exists
+
+
+def test_boot_does_not_wait_for_the_resumed_run(host):
+    """multi-user.target is not ordered after the unit: a resumed run may take hours."""
+    after_failure = host.file("/root/resume-after-failed-boot.txt").content_string
+    line = next(line for line in after_failure.splitlines() if line.startswith("multi-user.target after:"))
+    assert "basic.target" in line, line
+    assert "v100-llm-resume.service" not in line, line
