@@ -39,7 +39,11 @@ def _module_utils(name: str) -> Any:
     module = importlib.util.module_from_spec(spec)
     # Registered before it runs: dataclasses look their module up there.
     sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        # Not a ValueError a filter would report as bad input.
+        raise RuntimeError("plugins/module_utils/%s.py did not load: %s" % (name, exc)) from exc
     # Where module_utils import each other (as Ansible resolves it for modules).
     sys.modules.setdefault("ansible.module_utils." + name, module)
     return module

@@ -60,7 +60,7 @@ RETURN = r"""
 units:
   description: >-
     Each unit as given, with action (restart, start or none), reason, stale, future, running, load_state and
-    enabled (systemd's UnitFileState is C(enabled): nothing to enable).
+    enabled (C(systemctl is-enabled) says C(enabled): nothing to enable).
   returned: always
   type: list
 daemon_reload:
@@ -76,7 +76,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.unit_freshness import needs_daemon_reload, unit_action, unit_object_path
 
 SHOWN = ["LoadState", "ActiveState", "NeedDaemonReload", "FragmentPath", "DropInPaths",
-         "InactiveExitTimestampMonotonic", "UnitFileState"]
+         "InactiveExitTimestampMonotonic"]
 
 
 def _properties(module, name):
@@ -126,8 +126,9 @@ def main():
         decision = unit_action(props, {path: _changed_at(path) for path in files if path},
                                unit["start"], unit["restart"], now_us)
         reload = reload or needs_daemon_reload(props, os.path.exists("/etc/systemd/system/" + unit["name"]))
-        units.append(dict(unit, load_state=props.get("LoadState", ""),
-                          enabled=props.get("UnitFileState") == "enabled", **decision))
+        # As systemd_service asks, from the links on disk (systemd's UnitFileState waits for a reload).
+        enabled = module.run_command(["systemctl", "is-enabled", unit["name"]])[1].strip() == "enabled"
+        units.append(dict(unit, load_state=props.get("LoadState", ""), enabled=enabled, **decision))
     warnings = ["%s: %s changed after now (a clock step?); not counted. Restart it by hand if it must re-read them."
                 % (unit["name"], ", ".join(unit["future"])) for unit in units if unit["future"]]
     for warning in warnings:
