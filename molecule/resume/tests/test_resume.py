@@ -25,3 +25,12 @@ def test_boot_does_not_wait_for_the_resumed_run(host):
     line = next(line for line in after_failure.splitlines() if line.startswith("multi-user.target after:"))
     assert "basic.target" in line, line
     assert "v100-llm-resume.service" not in line, line
+
+
+def test_the_unit_waits_for_basic_boot_and_the_network_and_stops_for_shutdown(host):
+    """Without default dependencies, what it needs is named: basic.target (local file systems, sysinit) and the
+    network (the playbook downloads), and shutdown stops it."""
+    recorded = dict(line.split(": ", 1) for line in host.file("/root/resume-after-failed-boot.txt").content_string
+                    .splitlines() if line.startswith("unit "))
+    assert {"basic.target", "network-online.target"} <= set(recorded["unit after"].split()), recorded
+    assert "shutdown.target" in recorded["unit conflicts"].split(), recorded
