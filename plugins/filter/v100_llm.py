@@ -83,12 +83,25 @@ _RULES = _Deferred("stack_rules")
 _MEMORY = _Deferred("memory_plan")
 
 
-def cuda_toolkit_default(facts: Mapping[str, Any], branch: Any) -> str:
-    """ansible_facts | cuda_toolkit_default(nvidia_driver_branch) -> "12.9": the release preflight checks."""
+def cuda_toolkit_default(facts: Mapping[str, Any], branch: Any, source: str = "cuda_repo") -> str:
+    """ansible_facts | cuda_toolkit_default(nvidia_driver_branch, cuda_toolkit_source) -> "12.9": the release
+    preflight checks."""
     request = _RULES.StackRequest(distribution=facts.get("distribution", ""),
                                   distribution_version=facts.get("distribution_version", ""),
-                                  nvidia_driver_branch=str(branch), cuda_toolkit_version="")
+                                  nvidia_driver_branch=str(branch), cuda_toolkit_version="",
+                                  cuda_toolkit_source=str(source))
     return _RULES.resolve_cuda_toolkit(request)
+
+
+def cuda_toolkit_source_error(facts: Mapping[str, Any], source: str, version: str, branch: Any) -> str:
+    """ansible_facts | cuda_toolkit_source_error(cuda_toolkit_source, cuda_toolkit_version, nvidia_driver_branch):
+    why that source cannot give that toolkit here, "" when it can (stack_rules.check_cuda_toolkit_source)."""
+    request = _RULES.StackRequest(distribution=facts.get("distribution", ""),
+                                  distribution_version=facts.get("distribution_version", ""),
+                                  nvidia_driver_branch=str(branch), cuda_toolkit_version=str(version or ""),
+                                  cuda_toolkit_source=str(source))
+    refusals = _RULES.check_cuda_toolkit_source(request)
+    return refusals[0].message() if refusals else ""
 
 
 def role_default(name: str) -> Any:
@@ -170,12 +183,15 @@ class FilterModule:
             # "...release 12.4, V12.4.131..." | nvcc_release -> "12.4" (None when absent)
             "nvcc_release": _CUDA.nvcc_release,
             "cuda_toolkit_default": cuda_toolkit_default,
+            "cuda_toolkit_source_error": cuda_toolkit_source_error,
             # 'vllm_dtype' | role_default -> the default of the role the name is prefixed with
             "role_default": role_default,
             # apt-get indextargets output | debian_missing_components(release, own_files) -> [{suite, components}]
             "debian_missing_components": _DEBIAN.missing_components,
             "llama_cpp_build_plan": llama_cpp_build_plan,
             "llama_cpp_refused_args": llama_cpp_refused_args,
+            # cuobjdump listing | llama_cpp_missing_gpu_code(architectures) -> ["70 (no sm_70 machine code)", ...]
+            "llama_cpp_missing_gpu_code": _BUILD.missing_gpu_code,
             # llama_cpp_nccl | llama_cpp_nccl_wanted(cuda build, serving GPUs) -> {"wanted", "required", "error"}
             "llama_cpp_nccl_wanted": _BUILD.nccl_wanted,
             # madison output | llama_cpp_nccl_choice(installed, CUDA release, requested, required) -> {"version", ...}

@@ -40,6 +40,7 @@ import re
 from typing import Any, Collection, Dict, List, Mapping, Optional, Sequence
 
 from ansible.module_utils.driver_closure import compare_versions
+from ansible.module_utils.nvidia_releases import REPOS_WITHOUT_VOLTA_DRIVERS, system_label, system_name
 
 # The GA kernel series of each Ubuntu LTS (Ubuntu kernel release cycle,
 # ubuntu.com/about/release-cycle#ubuntu-kernel-release-cycle): a generic or
@@ -61,10 +62,15 @@ _NOT_A_META = re.compile(r"^(\d|unsigned-)|-dbg$")
 # unlike nvidia-graphics-drivers-tesla-535, 535.216.03 in bookworm only, it
 # gets security fixes in bookworm-security, 535.309.01-0+deb12u1).
 _DEBIAN_DISTRO_PACKAGES = ("nvidia-kernel-dkms", "nvidia-smi", "libcuda1", "libnvidia-cfg1", "nvidia-persistenced")
-# The branches a distribution's own archive packages (Debian 12: only
-# src:nvidia-graphics-drivers 535, packages.debian.org/bookworm/nvidia-driver);
+# The branches a Debian release's own archive packages that this toolkit can
+# install (Debian 12: only src:nvidia-graphics-drivers 535,
+# packages.debian.org/bookworm/nvidia-driver; Debian 13: nvidia-graphics-drivers
+# 550.163.01, trixie's non-free Packages, 2026-12-04). Debian 13's other
+# Volta branch, src:nvidia-graphics-drivers-tesla-535, is no stack: its set
+# needs nvidia-persistenced, which trixie has at 550.163.01 only, and Debian's
+# CUDA 12.4 needs libcuda1 (>= 550) (nvidia_releases.DISTRIBUTION_TOOLKITS).
 # Ubuntu's archive has the -server packages of every branch here.
-DISTRO_BRANCHES = {"Debian": (535,)}
+DISTRO_BRANCHES = {"debian12": (535,), "debian13": (550,)}
 
 FLAVOUR_EXAMPLES = {"Debian": "amd64, cloud-amd64", "Ubuntu": "generic, generic-hwe-22.04, generic-hwe-24.04, aws"}
 
@@ -73,14 +79,22 @@ def uses_dkms(source: str, distribution: str, prebuilt: bool) -> bool:
     return not (source == "distro" and distribution == "Ubuntu" and prebuilt)
 
 
-def source_error(source: str, distribution: str, branch: int) -> Optional[str]:
-    """Why the source cannot give this branch, else None."""
-    packaged = DISTRO_BRANCHES.get(distribution)
+def source_error(source: str, distribution: str, version: str, branch: int) -> Optional[str]:
+    """Why the source cannot give this branch on this system, else None."""
+    system = system_name(distribution, version) or ""
+    packaged = DISTRO_BRANCHES.get(system)
+    label = system_label(distribution, version)
+    if source == "cuda_repo" and system in REPOS_WITHOUT_VOLTA_DRIVERS:
+        return ("nvidia_driver_source=cuda_repo on %s: NVIDIA's %s repository carries the 590 and newer drivers "
+                "only, which do not drive Volta, and its debian12 repository's key is refused by this release's apt. "
+                "Use nvidia_driver_source=distro with nvidia_driver_branch=%s, and cuda_toolkit_source: distro "
+                "(Debian's own packages)" % (label, system, "/".join(map(str, packaged or ()))))
     if source != "distro" or packaged is None or branch in packaged:
         return None
     return ("nvidia_driver_branch=%d with nvidia_driver_source=distro on %s: its archive packages only the %s "
-            "branch (nvidia-graphics-drivers). Use nvidia_driver_branch=%d, or nvidia_driver_source=cuda_repo for %d"
-            % (branch, distribution, "/".join(map(str, packaged)), packaged[-1], branch))
+            "branch. Use nvidia_driver_branch=%d%s"
+            % (branch, label, "/".join(map(str, packaged)), packaged[-1],
+               "" if system in REPOS_WITHOUT_VOLTA_DRIVERS else ", or nvidia_driver_source=cuda_repo for %d" % branch))
 
 
 def kept_version_error(dkms: bool, version: str, branch: int) -> Optional[str]:

@@ -23,6 +23,8 @@ import json
 import re
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
 
+from ansible.module_utils.nvidia_releases import NVCC_MAX_GCC, SOURCE_HOST_GCC
+
 STAMP_FORMAT = 1
 STAMP_FILE = "build-stamp.json"
 
@@ -90,6 +92,73 @@ def resolve_architectures(requested: Optional[str], preflight_architectures: Opt
     return architectures_from_gpus(gpus)
 
 
+# `cuobjdump --list-elf --list-ptx <binary>` names each embedded image after
+# its architecture: "ELF file    1: llama-server.1.sm_70.cubin", "PTX file
+# 1: llama-server.1.sm_70.ptx" (tests/fixtures/debian13/cuobjdump-*.txt).
+_EMBEDDED_CODE = re.compile(r"\.sm_(\d{2,3}[af]?)\.(cubin|ptx)\b")
+_NUMBERED_ENTRY = re.compile(r"^(\d{2,3}[af]?)(?:-(real|virtual))?$")
+
+
+def missing_gpu_code(listing: str, architectures: str) -> List[str]:
+    """The entries of a CMake CUDA architecture list a binary does not carry, each with what it lacks.
+
+    `listing` is `cuobjdump --list-elf --list-ptx` of the binary. CMake's "70"
+    means machine code (sm_70 cubin) and PTX (compute_70), "70-real" machine
+    code only, "70-virtual" PTX only (CMake's CUDA_ARCHITECTURES). "native",
+    "all" and "all-major" name no fixed architecture and are not checked.
+    Proves the build without a GPU: a device count needs one.
+    """
+    found = set(_EMBEDDED_CODE.findall(listing or ""))
+    missing = []
+    for entry in normalize_architectures(architectures).split(";"):
+        match = _NUMBERED_ENTRY.match(entry)
+        if not match:
+            continue
+        number, kind = match.groups()
+        wanted = [("cubin", "sm_%s machine code" % number), ("ptx", "compute_%s PTX" % number)]
+        lacking = [what for image, what in wanted
+                   if (kind, image) not in (("virtual", "cubin"), ("real", "ptx")) and (number, image) not in found]
+        if lacking:
+            missing.append("%s (no %s)" % (entry, " and no ".join(lacking)))
+    return missing
+
+
+_NVCC_RELEASE = re.compile(r"release (\d+)\.(\d+)")
+# `c++ --version`'s first line ends with GCC's version: "c++ (Debian 14.2.0-19) 14.2.0".
+_GCC_VERSION = re.compile(r"^(?:c\+\+|g\+\+)\S* \(.*\) (\d+)\.\d+")
+_GXX_PACKAGE = re.compile(r"^g\+\+-(\d+)$")
+HOST_COMPILER_ARG = "-DCMAKE_CUDA_HOST_COMPILER="
+
+
+def cuda_host_compiler(nvcc: str, compiler: str, packages: Sequence[str]) -> Dict[str, str]:
+    """{"path", "package", "error"}: the g++ nvcc must compile host code with, when the host's default is newer
+    than that nvcc accepts; all "" when it accepts the default or a version is unknown.
+
+    nvcc: "release 12.4, V12.4.131"; compiler: the first line of `c++ --version`; packages: the g++-<major>
+    names apt knows (`apt-cache pkgnames g++-`). NVIDIA's nvcc does not pick a host compiler itself (it runs
+    `g++` and refuses a newer GCC: "unsupported GNU version!"); the newest GCC each release accepts is
+    nvidia_releases.NVCC_MAX_GCC, read from its crt/host_config.h. The newest g++-<major> no newer than that is
+    chosen, so CMake's host compiler for CUDA (CMAKE_CUDA_HOST_COMPILER, nvcc's -ccbin) is one it accepts.
+    """
+    none = {"path": "", "package": "", "error": ""}
+    release = _NVCC_RELEASE.search(nvcc or "")
+    gcc = _GCC_VERSION.match(compiler or "")
+    newest = NVCC_MAX_GCC.get((int(release.group(1)), int(release.group(2)))) if release else None
+    if newest is None or gcc is None or int(gcc.group(1)) <= newest:
+        return none
+    majors = sorted((int(m.group(1)) for m in map(_GXX_PACKAGE.match, packages or ()) if m), reverse=True)
+    usable = [major for major in majors if major <= newest]
+    if not usable:
+        return dict(none, error=(
+            "nvcc %s.%s accepts GCC %d at most, the host's c++ is GCC %s, and apt knows no g++-%d or older "
+            "(apt-cache pkgnames g++-: %s). Install an older g++ from the distribution, use a newer CUDA 12 "
+            "(cuda_toolkit_version), or name a host compiler in llama_cpp_cmake_extra_args "
+            "(%s<path>) [source: %s]" % (release.group(1), release.group(2), newest, gcc.group(1), newest,
+                                           ", ".join("g++-%d" % m for m in majors) or "none",
+                                           HOST_COMPILER_ARG, SOURCE_HOST_GCC)))
+    return dict(none, path="/usr/bin/g++-%d" % usable[0], package="g++-%d" % usable[0])
+
+
 def refused_extra_args(extra_args: Sequence[str]) -> List[str]:
     """Messages for llama_cpp_cmake_extra_args entries the role refuses."""
     messages = []
@@ -106,7 +175,7 @@ def _on_off(value: Any) -> str:
 
 def cmake_args(cuda_architectures: str = "", build_number: Any = None, commit: str = "",
                fa_all_quants: bool = False, ccache: bool = True, extra_args: Sequence[str] = (),
-               build_type: str = "Release", nccl: bool = False) -> List[str]:
+               build_type: str = "Release", nccl: bool = False, host_compiler: str = "") -> List[str]:
     """The configure arguments (without -S/-B) for llama.cpp.
 
     Static libraries, so the installed binaries carry no RUNPATH into the
@@ -133,6 +202,8 @@ def cmake_args(cuda_architectures: str = "", build_number: Any = None, commit: s
         # there is none: asked for, it must be found (the role checks CMake's cache after configure); not
         # asked for, it is off, so a libnccl-dev left on the host is not linked behind the stamp's back.
         args.append("-DGGML_CUDA_NCCL=%s" % _on_off(bool(nccl)))
+        if host_compiler:
+            args.append(HOST_COMPILER_ARG + host_compiler)
     else:
         args.append("-DGGML_CUDA=OFF")
     if build_number not in (None, ""):
@@ -178,14 +249,20 @@ def build_plan(inputs: Mapping[str, Any]) -> Dict[str, Any]:
     requested_architectures, preflight_architectures (None when preflight did
     not run), gpus, source_sha256, version, build_number, commit,
     fa_all_quants, ccache, extra_args, targets, compiler, nvcc, prefix,
-    nccl (the libnccl-dev version built against, "" for none: nccl_choice).
+    nccl (the libnccl-dev version built against, "" for none: nccl_choice),
+    gxx_packages (the g++-<major> names apt knows, for cuda_host_compiler).
     """
     archs = resolve_architectures(inputs.get("requested_architectures"), inputs.get("preflight_architectures"),
                                   inputs.get("gpus"))
     nccl = str(inputs.get("nccl") or "")
+    extra_args = inputs.get("extra_args") or []
+    # A host compiler named in the extra arguments (-DCMAKE_CUDA_HOST_COMPILER[:FILEPATH]=) is the user's choice.
+    named = [match.group(1) for match in map(_DEFINE.match, map(str, extra_args)) if match]
+    host = (cuda_host_compiler(inputs.get("nvcc") or "", inputs.get("compiler") or "", inputs.get("gxx_packages") or [])
+            if archs and "CMAKE_CUDA_HOST_COMPILER" not in named else {"path": "", "package": "", "error": ""})
     args = cmake_args(archs, inputs.get("build_number"), inputs.get("commit") or "",
                       bool(inputs.get("fa_all_quants")), bool(inputs.get("ccache", True)),
-                      inputs.get("extra_args") or [], nccl=bool(nccl))
+                      extra_args, nccl=bool(nccl), host_compiler=host["path"])
     stamp = build_stamp(inputs.get("source_sha256") or "", inputs.get("version") or "", args,
                         inputs.get("targets") or [], inputs.get("compiler") or "", archs,
                         inputs.get("nvcc") or "", inputs.get("commit") or "", inputs.get("build_number"), nccl)
@@ -195,6 +272,7 @@ def build_plan(inputs: Mapping[str, Any]) -> Dict[str, Any]:
     return {
         "cuda_architectures": archs,
         "cuda": bool(archs),
+        "cuda_host_compiler": host,
         "cmake_args": args,
         "stamp": stamp,
         "hash": short,
@@ -296,8 +374,9 @@ def nccl_choice(madison: str, installed: str, cuda_release: str, requested: str 
         return {"version": max(matching, key=_nccl_order), "warning": "", "error": ""}
     others = sorted({_nccl_cuda(v) for v in available}, key=lambda r: tuple(int(p) for p in r.split(".")))
     missing = "no libnccl-dev built for CUDA %s.x in this host's apt sources (%s). NCCL comes from NVIDIA's CUDA " \
-              "repository (role nvidia_cuda_repo)" % (major, "built for CUDA " + ", ".join(others) if others
-                                                      else "none at all")
+              "repository (role nvidia_cuda_repo); a distribution's own build (Debian 13's 2.22.3-1-1, no +cuda " \
+              "in its version) is not used" % (major, "built for CUDA " + ", ".join(others) if others
+                                               else "none at all")
     if not required:
         return {"version": "", "error": "", "warning": missing + ": building without it (split_mode layer does not "
                 "use it; tensor runs without it, slower). Set llama_cpp_nccl: false to build without it quietly"}

@@ -31,13 +31,19 @@ Last checked 2026-12-02, against:
   R575 not listed); packages.ubuntu.com and packages.debian.org for each
   distribution's gcc (jammy 11.2, noble 13.2, bookworm 12.2).
 
-Plus two small pure functions: the repository name for a distribution, and
-the default toolkit for a distribution and a driver branch.
+- DISTRIBUTION_TOOLKITS: the CUDA toolkit a distribution packages itself
+  (`nvidia-cuda-toolkit`), for cuda_toolkit_source: distro, and the oldest
+  driver branch its packages accept (deb.debian.org, dists/<release>/non-free/
+  binary-amd64/Packages, read 2026-12-04).
+
+Plus small pure functions: the repository name for a distribution, and the
+default toolkit for a distribution and a driver branch.
 
 Runs on the managed host's Python (3.8+): no third-party imports.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
 
 Release = Tuple[int, int]
@@ -55,7 +61,16 @@ CUDA_REPO_TOOLKITS: Dict[str, Tuple[Release, ...]] = {
     "ubuntu2404": ((12, 5), (12, 6), (12, 8), (12, 9)),
     # Debian 12 arrived with CUDA 12.3 (CUDA Installation Guide 12.3, supported distributions).
     "debian12": ((12, 3), (12, 4), (12, 5), (12, 6), (12, 8), (12, 9)),
+    # Opened with CUDA 13 and the 590 drivers, neither of which runs a V100: no
+    # 12.x toolkit, no 580 driver (NVIDIA/cuda-repo-management#38 and #40).
+    "debian13": (),
 }
+SOURCE_DEBIAN13_REPO = "VOLTA_FACTS.md, Debian 13 (NVIDIA/cuda-repo-management #34, #38, #40)"
+# Systems whose NVIDIA repository has no driver that runs Volta: debian13
+# opened with the 590 drivers and had no 580 (#38, #40), and Debian 13's apt
+# refuses the debian12 repository's key (its SHA-1 binding signature, since
+# 2026-02-01: #34).
+REPOS_WITHOUT_VOLTA_DRIVERS = ("debian13",)
 
 # nvcc release -> newest GCC major it accepts as host compiler (read in
 # crt/host_config.h of each release's nvcc, "#if __GNUC__ > N").
@@ -66,7 +81,35 @@ NVCC_MAX_GCC: Dict[Release, int] = {
 }
 
 # Repository name -> the distribution's default GCC major (its gcc package).
-DISTRIBUTION_GCC: Dict[str, int] = {"ubuntu2204": 11, "ubuntu2404": 13, "debian12": 12}
+DISTRIBUTION_GCC: Dict[str, int] = {"ubuntu2204": 11, "ubuntu2404": 13, "debian12": 12, "debian13": 14}
+
+SOURCE_DISTRIBUTION_TOOLKITS = ("VOLTA_FACTS.md, Debian 13 (Debian's own toolkits: nvidia-cuda-toolkit and "
+                                "nvidia-cuda-dev in deb.debian.org dists/<release>/non-free/binary-amd64/Packages)")
+
+
+@dataclass(frozen=True)
+class DistributionToolkit:
+    """A distribution's own nvidia-cuda-toolkit: its release, package version and oldest driver branch.
+
+    Debian's nvcc brings its own host compiler (nvidia-cuda-toolkit depends on
+    the g++ it accepts: g++-13 for 12.4, g++-11 for 11.8, and points nvcc at it
+    through /usr/lib/nvidia-cuda-toolkit/bin), so the distribution's default GCC
+    does not matter for it.
+    """
+
+    release: Release
+    version: str
+    # nvidia-cuda-dev Depends: libcuda1 (>= N) | libcuda.so.1 (>= N) | ...:
+    # the driver must be of branch N or newer (0: no such bound).
+    min_branch: int = 0
+
+
+# Only the distributions whose archive was read here; Ubuntu's archive was not
+# reachable (its toolkit is in multiverse: use NVIDIA's repository there).
+DISTRIBUTION_TOOLKITS: Dict[str, DistributionToolkit] = {
+    "debian12": DistributionToolkit((11, 8), "11.8.89~11.8.0-5~deb12u1"),
+    "debian13": DistributionToolkit((12, 4), "12.4.131~12.4.1-2", min_branch=550),
+}
 
 # Branch -> (kind, end of life "YYYY-MM"). LTSB: long-term support branch.
 # After its end of life a branch gets no security fixes.
@@ -82,16 +125,32 @@ UNSUPPORTED_BRANCHES: Dict[int, str] = {550: "PB", 570: "PB", 575: "NFB"}
 MAINTAINED_VOLTA_BRANCH = 580
 
 
-def repo_name(distribution: str, version: str) -> Optional[str]:
-    """("Ubuntu", "24.04") -> "ubuntu2404"; ("Debian", "12.7") -> "debian12"; None when NVIDIA has none."""
+def system_name(distribution: str, version: str) -> Optional[str]:
+    """("Ubuntu", "24.04") -> "ubuntu2404"; ("Debian", "12.7") -> "debian12"; None for other systems."""
     distribution, version = str(distribution or ""), str(version or "")
     if distribution == "Ubuntu":
-        name = "ubuntu" + "".join(version.split(".")[:2])
-    elif distribution == "Debian":
-        name = "debian" + version.split(".")[0]
-    else:
-        return None
+        return "ubuntu" + "".join(version.split(".")[:2])
+    if distribution == "Debian":
+        return "debian" + version.split(".")[0]
+    return None
+
+
+def system_label(distribution: str, version: str) -> str:
+    """("Debian", "13.2") -> "Debian 13"; ("Ubuntu", "24.04") -> "Ubuntu 24.04": the release the tables know."""
+    version = str(version or "")
+    release = version.split(".")[0] if distribution == "Debian" else ".".join(version.split(".")[:2])
+    return ("%s %s" % (distribution or "", release)).strip()
+
+
+def repo_name(distribution: str, version: str) -> Optional[str]:
+    """NVIDIA's repository name for the system (system_name), None when NVIDIA has none."""
+    name = system_name(distribution, version)
     return name if name in CUDA_REPO_TOOLKITS else None
+
+
+def distribution_toolkit(distribution: str, version: str) -> Optional[DistributionToolkit]:
+    """The system's own nvidia-cuda-toolkit, None when this toolkit does not know it."""
+    return DISTRIBUTION_TOOLKITS.get(system_name(distribution, version) or "")
 
 
 def format_release(release: Release) -> str:

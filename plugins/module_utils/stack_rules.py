@@ -29,6 +29,9 @@ from ansible.module_utils.gpu_families import architecture, last_driver_branch
 from ansible.module_utils.nvidia_releases import (
     DRIVER_BRANCH_LIFECYCLE,
     DISTRIBUTION_GCC,
+    REPOS_WITHOUT_VOLTA_DRIVERS,
+    SOURCE_DEBIAN13_REPO,
+    SOURCE_DISTRIBUTION_TOOLKITS,
     MAINTAINED_VOLTA_BRANCH,
     NVCC_MAX_GCC,
     SOURCE_HOST_GCC,
@@ -38,7 +41,10 @@ from ansible.module_utils.nvidia_releases import (
     accepts_gcc,
     carried_toolkits,
     default_toolkit,
+    distribution_toolkit,
     repo_name,
+    system_label,
+    system_name,
 )
 
 Capability = Tuple[int, int]
@@ -46,7 +52,8 @@ Version = Tuple[int, ...]
 Gpu = Mapping[str, Any]
 
 FACTS = "VOLTA_FACTS.md"
-SOURCE_SYSTEMS = FACTS + ", Driver branches (NVIDIA CUDA apt repo: ubuntu2204, ubuntu2404, debian12)"
+SOURCE_SYSTEMS = (FACTS + ", Driver branches (NVIDIA CUDA apt repo: ubuntu2204, ubuntu2404, debian12) and Debian 13 "
+                  "(Debian's own driver and toolkit)")
 SOURCE_GPU_REQUIRED = "DESIGN.md, Public variables (preflight_require_gpu)"
 SOURCE_BRANCHES = FACTS + ", Driver branches"
 SOURCE_DRIVER_SUPPORT = FACTS + ", GPUs outside the catalogue (NVIDIA's legacy driver branches)"
@@ -64,7 +71,9 @@ SOURCE_VLLM_DTYPE = FACTS + ", vLLM (dtype)"
 # ---------------------------------------------------------------------------
 
 # (ansible_distribution, major version for Debian / major.minor for Ubuntu)
-SUPPORTED_SYSTEMS = (("Ubuntu", "22.04"), ("Ubuntu", "24.04"), ("Debian", "12"))
+SUPPORTED_SYSTEMS = (("Ubuntu", "22.04"), ("Ubuntu", "24.04"), ("Debian", "12"), ("Debian", "13"))
+# cuda_toolkit_source: NVIDIA's repository, or the distribution's own nvidia-cuda-toolkit.
+CUDA_TOOLKIT_SOURCES = ("cuda_repo", "distro")
 
 # Driver branch -> the CUDA it ships (nvidia-smi's "CUDA Version"). Not a ceiling
 # for the toolkit: see FIRST_BRANCH_FOR_CUDA_MAJOR. VOLTA_FACTS.md, Driver branches.
@@ -181,6 +190,7 @@ class StackRequest:
     nvidia_driver_flavor: str = "proprietary"
     # "" = the default for the distribution and branch (resolve_cuda_toolkit).
     cuda_toolkit_version: str = ""
+    cuda_toolkit_source: str = "cuda_repo"
     llama_cpp_cuda_architectures: str = ""
     vllm_enabled: bool = True
     vllm_version: str = DEFAULT_VLLM_VERSION
@@ -302,9 +312,9 @@ def check_system(request: StackRequest) -> List[Refusal]:
     return [Refusal(
         variable="ansible_distribution",
         value=("%s %s" % (distribution, version)).strip(),
-        reason="is not a supported system: NVIDIA's CUDA repository and the driver packages this "
-               "toolkit installs are published for Ubuntu 22.04, Ubuntu 24.04 and Debian 12 only",
-        fix="Use Ubuntu 22.04, Ubuntu 24.04 or Debian 12",
+        reason="is not a supported system: the driver and CUDA packages this toolkit installs are published "
+               "for Ubuntu 22.04, Ubuntu 24.04 and Debian 12 (NVIDIA's repository) and Debian 13 (Debian's own)",
+        fix="Use Ubuntu 22.04, Ubuntu 24.04, Debian 12 or Debian 13",
         source=SOURCE_SYSTEMS,
     )]
 
@@ -407,15 +417,75 @@ def check_driver_flavor(request: StackRequest, gpus: Sequence[Gpu]) -> List[Refu
 
 
 def resolve_cuda_toolkit(request: StackRequest) -> str:
-    """The toolkit the roles will install: cuda_toolkit_version, or when it is empty the default for the
-    distribution's NVIDIA repository and the driver branch (nvidia_releases.default_toolkit)."""
+    """The toolkit the roles will install: cuda_toolkit_version, or when it is empty the distribution's own
+    (cuda_toolkit_source: distro) or the default for the distribution's NVIDIA repository and the driver
+    branch (nvidia_releases.default_toolkit)."""
     value = str(request.cuda_toolkit_version or "").strip()
     if value:
         return value
+    own = distribution_toolkit(request.distribution, request.distribution_version)
+    if request.cuda_toolkit_source == "distro" and own is not None:
+        return format_major_minor(own.release)
     repo = repo_name(request.distribution, request.distribution_version)
     branch = _parse_branch(request.nvidia_driver_branch)
     default = default_toolkit(repo, DRIVER_BRANCH_MAX_CUDA.get(branch)) if repo else None
     return format_major_minor(default or DEFAULT_CUDA_TOOLKIT)
+
+
+def check_cuda_toolkit_source(request: StackRequest) -> List[Refusal]:
+    """Where the toolkit comes from: NVIDIA's repository where it carries a CUDA 12, else the distribution's
+    own nvidia-cuda-toolkit where that is a 12.x the driver branch can run. One refusal at most.
+
+    Sources: VOLTA_FACTS.md, CUDA toolkit (what NVIDIA's repositories carry) and Debian 13 (Debian's
+    packages: nvidia-cuda-toolkit's version; nvidia-cuda-dev's Depends on libcuda1 (>= 550)).
+    """
+    source = request.cuda_toolkit_source
+    system = system_label(request.distribution, request.distribution_version)
+    repo = repo_name(request.distribution, request.distribution_version)
+    own = distribution_toolkit(request.distribution, request.distribution_version)
+    own_usable = own is not None and own.release[0] == 12
+    if source not in CUDA_TOOLKIT_SOURCES:
+        return [Refusal("cuda_toolkit_source", source, "is not a toolkit source",
+                        "Use cuda_repo (NVIDIA's repository) or distro (the distribution's nvidia-cuda-toolkit)",
+                        SOURCE_CUDA)]
+    if source == "cuda_repo":
+        if repo is None or any(release[0] == 12 for release in carried_toolkits(repo)):
+            return []
+        return [Refusal(
+            "cuda_toolkit_source", source,
+            "on %s: NVIDIA's %s repository carries no CUDA 12 toolkit (it opened with CUDA 13, which "
+            "removed sm_70)" % (system, repo),
+            "Set cuda_toolkit_source: distro (%s packages CUDA %s as nvidia-cuda-toolkit)"
+            % (system, format_major_minor(own.release)) if own_usable else "Use Debian 12 or Ubuntu",
+            SOURCE_DEBIAN13_REPO if repo in REPOS_WITHOUT_VOLTA_DRIVERS else SOURCE_REPO_TOOLKITS)]
+    fix = ("Set cuda_toolkit_source: cuda_repo (NVIDIA's %s repository carries CUDA %s)"
+           % (repo, ", ".join(format_major_minor(release) for release in carried_toolkits(repo)))
+           if repo and carried_toolkits(repo) else "Use Debian 13")
+    if own is None:
+        return [Refusal("cuda_toolkit_source", source,
+                        "on %s: this toolkit installs no distribution CUDA toolkit but Debian's (its tables know "
+                        "Debian 12's and 13's nvidia-cuda-toolkit)" % system, fix, SOURCE_DISTRIBUTION_TOOLKITS)]
+    if not own_usable:
+        return [Refusal(
+            "cuda_toolkit_source", source,
+            "on %s: its nvidia-cuda-toolkit %s is CUDA %s, not the CUDA 12 this toolkit builds and serves with "
+            "(llama.cpp sets no minimum of its own; the rules here and vLLM's wheels are for 12.x)"
+            % (system, own.version, format_major_minor(own.release)), fix, SOURCE_DISTRIBUTION_TOOLKITS)]
+    value = str(request.cuda_toolkit_version or "").strip()
+    if value and value != format_major_minor(own.release):
+        return [Refusal(
+            "cuda_toolkit_version", value,
+            "with cuda_toolkit_source: distro: %s packages CUDA %s only (nvidia-cuda-toolkit %s)"
+            % (system, format_major_minor(own.release), own.version),
+            'Set cuda_toolkit_version: "" or "%s"' % format_major_minor(own.release), SOURCE_DISTRIBUTION_TOOLKITS)]
+    branch = _parse_branch(request.nvidia_driver_branch)
+    if branch is not None and branch < own.min_branch:
+        return [Refusal(
+            "nvidia_driver_branch", str(branch),
+            "cannot run %s's CUDA %s packages: nvidia-cuda-dev depends on libcuda1 (>= %d), which the %d "
+            "branch's libcuda does not provide" % (system, format_major_minor(own.release), own.min_branch, branch),
+            "Use nvidia_driver_branch=%d" % own.min_branch, SOURCE_DISTRIBUTION_TOOLKITS)]
+    return []
 
 
 def check_cuda_toolkit(request: StackRequest, gpus: Sequence[Gpu]) -> List[Refusal]:
@@ -431,6 +501,11 @@ def check_cuda_toolkit(request: StackRequest, gpus: Sequence[Gpu]) -> List[Refus
     branch = _parse_branch(request.nvidia_driver_branch)
     repo = repo_name(request.distribution, request.distribution_version)
     suggestion, why = _suggested_cuda(branch, repo, gpus)
+    own = distribution_toolkit(request.distribution, request.distribution_version)
+    if request.cuda_toolkit_source == "distro" and own is not None:
+        # check_cuda_toolkit_source refused any other release; only the distribution's own limits remain.
+        repo = None
+        suggestion, why = own.release, "the distribution's nvidia-cuda-toolkit"
     fix = "Use %s (%s)" % (format_major_minor(suggestion), why)
     match = _CUDA_VERSION.match(value)
     if match is None:
@@ -743,7 +818,7 @@ def check_stack(request: StackRequest, gpus: Sequence[Gpu]) -> List[Refusal]:
     refusals += check_gpu_present(request, gpus)
     refusals += check_driver_branch(request, gpus)
     refusals += check_driver_flavor(request, serving)
-    refusals += check_cuda_toolkit(request, serving)
+    refusals += check_cuda_toolkit_source(request) or check_cuda_toolkit(request, serving)
     refusals += check_llama_cpp_architectures(request, serving)
     if request.vllm_enabled:
         refusals += check_vllm_version(request, serving)
@@ -778,12 +853,15 @@ def host_compiler_warnings(request: StackRequest) -> List[str]:
     toolkit = parse_major_minor(resolve_cuda_toolkit(request))
     repo = repo_name(request.distribution, request.distribution_version)
     gcc = DISTRIBUTION_GCC.get(repo) if repo else None
-    if toolkit is None or accepts_gcc(toolkit, gcc):
+    # The distribution's nvcc brings the g++ it accepts (nvidia_releases.DistributionToolkit); a repository
+    # without CUDA 12 is refused (check_cuda_toolkit_source).
+    if (toolkit is None or request.cuda_toolkit_source == "distro" or not carried_toolkits(repo or "")
+            or accepts_gcc(toolkit, gcc)):
         return []
-    return ["cuda_toolkit_version=%s: its nvcc accepts GCC %d at most, and %s's default GCC is %d, so builds with "
-            "it fail (\"unsupported GNU version!\") unless an older gcc/g++ is installed and passed as the CUDA "
-            "host compiler. [source: %s]" % (format_major_minor(toolkit), NVCC_MAX_GCC[toolkit], repo, gcc,
-                                             SOURCE_HOST_GCC)]
+    return ["cuda_toolkit_version=%s: its nvcc accepts GCC %d at most, and %s's default GCC is %d (nvcc refuses "
+            "it: \"unsupported GNU version!\"), so llama_cpp installs the newest older g++ apt has and builds "
+            "with it as CUDA host compiler (CMAKE_CUDA_HOST_COMPILER); it refuses the build where apt has none. "
+            "[source: %s]" % (format_major_minor(toolkit), NVCC_MAX_GCC[toolkit], repo, gcc, SOURCE_HOST_GCC)]
 
 
 def branch_lifecycle_warnings(request: StackRequest, gpus: Sequence[Gpu], today: str) -> List[str]:
@@ -802,7 +880,12 @@ def branch_lifecycle_warnings(request: StackRequest, gpus: Sequence[Gpu], today:
         kind, end = DRIVER_BRANCH_LIFECYCLE[MAINTAINED_VOLTA_BRANCH]
         advice = ("use nvidia_driver_branch=%d, the long-term branch that still drives Volta (%s, supported to %s)"
                   % (MAINTAINED_VOLTA_BRANCH, kind, end))
-        if request.distribution == "Debian":
+        system = system_name(request.distribution, request.distribution_version)
+        if system in REPOS_WITHOUT_VOLTA_DRIVERS:
+            advice = ("no source has a maintained Volta branch for %s (NVIDIA's repository carries 590 and newer "
+                      "there, Debian 550): for security fixes run Debian 12 or Ubuntu with nvidia_driver_branch=%d"
+                      % (system_label(request.distribution, request.distribution_version), MAINTAINED_VOLTA_BRANCH))
+        elif request.distribution == "Debian":
             advice += " from NVIDIA's repository (nvidia_driver_source=cuda_repo: Debian 12 packages only 535)"
     else:
         advice = "use a branch NVIDIA still supports"

@@ -281,7 +281,7 @@ def main() -> None:
         module_kernels=kernels_needing_module(boot_kernel, kernel, ready),
         secure_boot=dict(enabled=secure_boot, read_from=read_from, certificate=certificate,
                          certificate_exists=certificate_exists, key_state=key_state, refusal=refusal),
-        error=(source_error(params["source"], distribution, branch)
+        error=(source_error(params["source"], distribution, params["distribution_version"], branch)
                or kept_version_error(dkms, params["version"], branch) or kernel_plan["error"] or refusal),
     )
 

@@ -64,9 +64,16 @@ options:
     description:
       - The public variable C(cuda_toolkit_version), C(12.x) or C(13.x).
       - Empty picks the default for the distribution's NVIDIA repository and the driver branch (a 12.x the
-        repository carries and the distribution's GCC accepts); the result's C(cuda_toolkit_version) says which.
+        repository carries and the distribution's GCC accepts), or the distribution's own toolkit when
+        C(cuda_toolkit_source=distro); the result's C(cuda_toolkit_version) says which.
     type: str
     default: ""
+  cuda_toolkit_source:
+    description:
+      - The public variable C(cuda_toolkit_source), C(cuda_repo) (NVIDIA's repository) or C(distro) (the
+        distribution's C(nvidia-cuda-toolkit); Debian 13's is 12.4).
+    type: str
+    default: cuda_repo
   llama_cpp_cuda_architectures:
     description:
       - The public variable C(llama_cpp_cuda_architectures), a CMake list (C(70), C(70;80), C(70-real); commas
@@ -288,6 +295,7 @@ EXAMPLES = r"""
     nvidia_driver_branch: "{{ nvidia_driver_branch }}"
     nvidia_driver_flavor: "{{ nvidia_driver_flavor }}"
     cuda_toolkit_version: "{{ cuda_toolkit_version }}"
+    cuda_toolkit_source: "{{ cuda_toolkit_source }}"
     llama_cpp_cuda_architectures: "{{ llama_cpp_cuda_architectures | default('') }}"
     vllm_enabled: "{{ vllm_enabled }}"
     vllm_version: "{{ vllm_version }}"
@@ -421,7 +429,8 @@ from ansible.module_utils.stack_rules import (
 )
 
 REQUEST_OPTIONS = (
-    "nvidia_driver_branch", "nvidia_driver_flavor", "cuda_toolkit_version", "llama_cpp_cuda_architectures",
+    "nvidia_driver_branch", "nvidia_driver_flavor", "cuda_toolkit_version", "cuda_toolkit_source",
+    "llama_cpp_cuda_architectures",
     "vllm_enabled", "vllm_version", "vllm_quantization", "vllm_dtype", "vllm_model_architecture",
     "vllm_model_dtype", "python_version", "distribution", "distribution_version", "require_gpu",
 )
@@ -470,6 +479,7 @@ ARGUMENT_SPEC = dict(
     nvidia_driver_branch=dict(type="str", default="580"),
     nvidia_driver_flavor=dict(type="str", default="proprietary"),
     cuda_toolkit_version=dict(type="str", default=""),
+    cuda_toolkit_source=dict(type="str", default="cuda_repo"),
     llama_cpp_cuda_architectures=dict(type="str", default=""),
     vllm_enabled=dict(type="bool", default=True),
     vllm_version=dict(type="str", default="0.5.4"),

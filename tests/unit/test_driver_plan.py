@@ -142,11 +142,25 @@ def test_kernels_needing_the_module():
 
 
 def test_debian_packages_only_535():
-    assert source_error("distro", "Debian", 535) is None
-    assert source_error("cuda_repo", "Debian", 580) is None
-    assert source_error("distro", "Ubuntu", 580) is None
-    assert source_error("distro", "Debian", 580).startswith(
-        "nvidia_driver_branch=580 with nvidia_driver_source=distro on Debian: its archive packages only the 535 branch")
+    assert source_error("distro", "Debian", "12.7", 535) is None
+    assert source_error("cuda_repo", "Debian", "12.7", 580) is None
+    assert source_error("distro", "Ubuntu", "24.04", 580) is None
+    assert source_error("distro", "Debian", "12.7", 580).startswith(
+        "nvidia_driver_branch=580 with nvidia_driver_source=distro on Debian 12: its archive packages only the 535 "
+        "branch. Use nvidia_driver_branch=535, or nvidia_driver_source=cuda_repo for 580")
+
+
+def test_debian_13_has_a_volta_driver_from_its_own_archive_only():
+    assert source_error("distro", "Debian", "13.2", 550) is None
+    # trixie's tesla-535 set needs nvidia-persistenced of its branch, which trixie has at 550 only.
+    assert source_error("distro", "Debian", "13.2", 535) == (
+        "nvidia_driver_branch=535 with nvidia_driver_source=distro on Debian 13: its archive packages only the 550 "
+        "branch. Use nvidia_driver_branch=550")
+    refused = source_error("cuda_repo", "Debian", "13.2", 580)
+    assert refused.startswith("nvidia_driver_source=cuda_repo on Debian 13: NVIDIA's debian13 repository carries the "
+                              "590 and newer drivers only")
+    assert refused.endswith("Use nvidia_driver_source=distro with nvidia_driver_branch=550, and cuda_toolkit_source: "
+                            "distro (Debian's own packages)")
 
 
 # Recorded with bookworm, -security and -backports configured: backports' 6.12

@@ -14,6 +14,8 @@ from ansible.module_utils.llama_cpp_build import (
     build_plan,
     build_stamp,
     cmake_args,
+    cuda_host_compiler,
+    missing_gpu_code,
     nccl_choice,
     nccl_versions,
     nccl_wanted,
@@ -257,3 +259,91 @@ def test_an_nccl_build_says_so_in_its_flags_and_stamp_and_others_keep_their_stam
     assert not any("NCCL" in arg for arg in _plan()["cmake_args"])
     assert refused_extra_args(["-DGGML_CUDA_NCCL=OFF"]) == [
         "-DGGML_CUDA_NCCL=OFF: set from llama_cpp_nccl"]
+
+
+# --- the GPU code a build carries (cuobjdump), checked without a GPU ---------------
+
+RECORDED_SM70_SM80 = (PROJECT_ROOT / "tests" / "fixtures" / "debian13"
+                      / "cuobjdump-list-elf-list-ptx_sm70-sm80-example_cuda12.4.txt").read_text()
+
+
+def test_the_role_s_sm_70_build_carries_machine_code_and_ptx_for_70_only():
+    listing = (PROJECT_ROOT / "tests" / "fixtures" / "debian13"
+               / "cuobjdump-list-elf-list-ptx_llama-server_0c1e570_sm70_cuda12.4.txt").read_text()
+    assert missing_gpu_code(listing, "70") == []
+    assert missing_gpu_code(listing, "70;75-real") == ["75-real (no sm_75 machine code)"]
+
+
+def test_gpu_code_of_each_architecture_is_found():
+    assert missing_gpu_code(RECORDED_SM70_SM80, "70") == []
+    assert missing_gpu_code(RECORDED_SM70_SM80, "70-real;80-real") == []
+    assert missing_gpu_code(RECORDED_SM70_SM80, "70-virtual") == []
+
+
+def test_missing_gpu_code_is_named():
+    # Built for "70;80-real": no compute_80 PTX, nothing for 75.
+    assert missing_gpu_code(RECORDED_SM70_SM80, "70;80;75-real") == [
+        "80 (no compute_80 PTX)", "75-real (no sm_75 machine code)"]
+    assert missing_gpu_code("", "70") == ["70 (no sm_70 machine code and no compute_70 PTX)"]
+    # A CPU-only binary: cuobjdump says "does not contain device code" (exit 255).
+    assert missing_gpu_code("cuobjdump info    : File 'llama-server' does not contain device code", "70-real") == [
+        "70-real (no sm_70 machine code)"]
+
+
+def test_a_compressed_fatbinary_lists_the_same_names():
+    # llama.cpp builds with -compress-mode for CUDA >= 12.8; recorded with CUDA 13.0's nvcc and cuobjdump.
+    compressed = (PROJECT_ROOT / "tests" / "fixtures" / "recorded"
+                  / "cuobjdump-list-elf-list-ptx_compress-mode-size_sm90-sm80_cuda13.0.txt").read_text()
+    assert missing_gpu_code(compressed, "90;80-real") == []
+    assert missing_gpu_code(compressed, "80") == ["80 (no compute_80 PTX)"]
+
+
+def test_architectures_without_a_fixed_number_are_not_checked():
+    assert missing_gpu_code("", "native") == []
+    assert missing_gpu_code("", "all-major") == []
+
+
+# --- the host compiler nvcc accepts ---------------------------------------------------
+
+TRIXIE_GXX = (PROJECT_ROOT / "tests" / "fixtures" / "debian13" / "apt-cache-pkgnames_g++-_trixie.txt").read_text()
+TRIXIE_CXX = "c++ (Debian 14.2.0-19) 14.2.0"
+BOOKWORM_CXX = "c++ (Debian 12.2.0-14+deb12u1) 12.2.0"  # this machine's
+NVCC_12_4 = "release 12.4, V12.4.131"
+
+
+def test_a_default_gcc_newer_than_nvcc_accepts_gets_the_newest_it_accepts():
+    # nvcc 12.4 accepts GCC 13 at most (crt/host_config.h); Debian 13's default is 14, and apt has 12, 13, 14.
+    assert cuda_host_compiler(NVCC_12_4, TRIXIE_CXX, TRIXIE_GXX.splitlines()) == {
+        "path": "/usr/bin/g++-13", "package": "g++-13", "error": ""}
+    # nvcc 12.9 accepts 14: the default stays.
+    assert cuda_host_compiler("release 12.9, V12.9.86", TRIXIE_CXX, TRIXIE_GXX.splitlines())["path"] == ""
+
+
+def test_an_accepted_default_or_unknown_versions_need_no_host_compiler():
+    assert cuda_host_compiler(NVCC_12_4, BOOKWORM_CXX, TRIXIE_GXX.splitlines())["path"] == ""
+    assert cuda_host_compiler("", TRIXIE_CXX, TRIXIE_GXX.splitlines())["path"] == ""
+    assert cuda_host_compiler(NVCC_12_4, "clang version 19.1.7", TRIXIE_GXX.splitlines())["path"] == ""
+
+
+def test_no_g_plus_plus_old_enough_is_an_error_that_says_what_to_do():
+    chosen = cuda_host_compiler("release 12.2, V12.2.140", TRIXIE_CXX, ["g++-13", "g++-14", "g++-13-multilib"])
+    assert chosen["path"] == "" and chosen["error"].startswith(
+        "nvcc 12.2 accepts GCC 12 at most, the host's c++ is GCC 14, and apt knows no g++-12 or older "
+        "(apt-cache pkgnames g++-: g++-14, g++-13)")
+    assert "-DCMAKE_CUDA_HOST_COMPILER=<path>" in chosen["error"]
+
+
+def test_the_plan_passes_the_host_compiler_to_cmake_unless_the_user_named_one():
+    inputs = dict(requested_architectures="70", compiler=TRIXIE_CXX, nvcc=NVCC_12_4,
+                  gxx_packages=TRIXIE_GXX.splitlines())
+    plan = _plan(**inputs)
+    assert "-DCMAKE_CUDA_HOST_COMPILER=/usr/bin/g++-13" in plan["cmake_args"]
+    assert "-DCMAKE_CUDA_HOST_COMPILER=/usr/bin/g++-13" in plan["stamp"]["cmake_args"]
+    assert plan["cuda_host_compiler"]["package"] == "g++-13"
+    own = _plan(extra_args=["-DCMAKE_CUDA_HOST_COMPILER=/usr/bin/clang++-16"], **inputs)
+    assert [arg for arg in own["cmake_args"] if "HOST_COMPILER" in arg] == [
+        "-DCMAKE_CUDA_HOST_COMPILER=/usr/bin/clang++-16"]
+    typed = _plan(extra_args=["-DCMAKE_CUDA_HOST_COMPILER:FILEPATH=/usr/bin/g++-12"], **inputs)
+    assert [arg for arg in typed["cmake_args"] if "HOST_COMPILER" in arg] == [
+        "-DCMAKE_CUDA_HOST_COMPILER:FILEPATH=/usr/bin/g++-12"]
+    assert _plan(**dict(inputs, requested_architectures=""))["cuda_host_compiler"]["path"] == ""

@@ -92,12 +92,84 @@ def test_supported_systems_pass(distribution, version):
 
 
 @pytest.mark.parametrize("distribution, version", [
-    ("Ubuntu", "20.04"), ("Ubuntu", "24.10"), ("Debian", "11"), ("Debian", "13"), ("Rocky", "9.4")])
+    ("Ubuntu", "20.04"), ("Ubuntu", "24.10"), ("Debian", "11"), ("Debian", "14"), ("Rocky", "9.4")])
 def test_unsupported_systems_refused(distribution, version):
     message = refused_once(request(distribution=distribution, distribution_version=version), [v100_pcie_32gb()],
                            "ansible_distribution")
     assert message.startswith("ansible_distribution=%s %s is not a supported system" % (distribution, version))
-    assert "Use Ubuntu 22.04, Ubuntu 24.04 or Debian 12" in message
+    assert "Use Ubuntu 22.04, Ubuntu 24.04, Debian 12 or Debian 13" in message
+
+
+# --- Debian 13 and the distribution's own toolkit -----------------------------------
+
+
+def debian13(**changes):
+    """Debian 13 as it must be set: Debian's 550 driver and Debian's CUDA 12.4 (Python 3.13)."""
+    settings = dict(distribution="Debian", distribution_version="13.2", nvidia_driver_branch="550",
+                    cuda_toolkit_source="distro", python_version="3.13.5", vllm_enabled=False)
+    return request(**dict(settings, **changes))
+
+
+def test_debian_13_passes_with_its_own_driver_and_toolkit():
+    assert_passes(debian13(), [v100_pcie_32gb()])
+    assert resolve_cuda_toolkit(debian13()) == "12.4"
+    assert_passes(debian13(cuda_toolkit_version="12.4"), [v100_pcie_32gb()])
+    assert_passes(debian13(require_gpu=False, llama_cpp_cuda_architectures="70"), [])  # a build host, no GPU
+
+
+def test_debian_13_has_no_cuda_12_from_nvidia():
+    # NVIDIA's debian13 repository opened with CUDA 13 (NVIDIA/cuda-repo-management#38).
+    message = refused_once(debian13(cuda_toolkit_source="cuda_repo"), [v100_pcie_32gb()], "cuda_toolkit_source")
+    assert message.startswith("cuda_toolkit_source=cuda_repo on Debian 13: NVIDIA's debian13 repository carries "
+                              "no CUDA 12 toolkit")
+    assert "Set cuda_toolkit_source: distro (Debian 13 packages CUDA 12.4 as nvidia-cuda-toolkit)" in message
+
+
+def test_debian_13_toolkit_needs_the_550_driver():
+    # trixie: nvidia-cuda-dev Depends libcuda1 (>= 550) | libcuda.so.1 (>= 550) | libcuda-12.4-1; the tesla-535
+    # libcuda provides libcuda-12.2-1 at most.
+    message = refused_once(debian13(nvidia_driver_branch="535"), [v100_pcie_32gb()], "nvidia_driver_branch")
+    assert message.startswith("nvidia_driver_branch=535 cannot run Debian 13's CUDA 12.4 packages: nvidia-cuda-dev "
+                              "depends on libcuda1 (>= 550)")
+    assert "Use nvidia_driver_branch=550" in message
+
+
+def test_distribution_toolkit_is_one_release():
+    message = refused_once(debian13(cuda_toolkit_version="12.6"), [v100_pcie_32gb()], "cuda_toolkit_version")
+    assert message.startswith("cuda_toolkit_version=12.6 with cuda_toolkit_source: distro: Debian 13 packages "
+                              "CUDA 12.4 only (nvidia-cuda-toolkit 12.4.131~12.4.1-2)")
+    assert 'Set cuda_toolkit_version: "" or "12.4"' in message
+
+
+def test_debian_12_toolkit_is_cuda_11():
+    message = refused_once(request(distribution="Debian", distribution_version="12.7", cuda_toolkit_source="distro"),
+                           [v100_pcie_32gb()], "cuda_toolkit_source")
+    assert "nvidia-cuda-toolkit 11.8.89~11.8.0-5~deb12u1 is CUDA 11.8, not the CUDA 12" in message
+    assert "llama.cpp sets no minimum of its own" in message
+    assert "Set cuda_toolkit_source: cuda_repo (NVIDIA's debian12 repository carries CUDA 12.3, 12.4" in message
+
+
+def test_ubuntu_toolkit_is_not_known_here():
+    message = refused_once(request(cuda_toolkit_source="distro"), [v100_pcie_32gb()], "cuda_toolkit_source")
+    assert "this toolkit installs no distribution CUDA toolkit but Debian's" in message
+    assert "Set cuda_toolkit_source: cuda_repo (NVIDIA's ubuntu2204 repository carries" in message
+
+
+def test_unknown_toolkit_source_refused():
+    message = refused_once(request(cuda_toolkit_source="conda"), [v100_pcie_32gb()], "cuda_toolkit_source")
+    assert message.startswith("cuda_toolkit_source=conda is not a toolkit source")
+
+
+def test_distribution_nvcc_brings_its_own_host_compiler():
+    # Debian 13's gcc is 14, which nvcc 12.4 refuses; its nvidia-cuda-toolkit depends on g++-13 and uses it.
+    assert host_compiler_warnings(debian13()) == []
+
+
+def test_debian_13_lifecycle_warning_does_not_advise_a_refused_source():
+    warnings = branch_lifecycle_warnings(debian13(), [v100_pcie_32gb()], "2026-12-04")
+    assert len(warnings) == 1 and "cuda_repo" not in warnings[0]
+    assert "no source has a maintained Volta branch for Debian 13" in warnings[0]
+    assert "run Debian 12 or Ubuntu with nvidia_driver_branch=580" in warnings[0]
 
 
 # --- GPU presence -----------------------------------------------------------------

@@ -115,6 +115,24 @@ def nvcc_stub(release: str, recording: str) -> str:
     )
 
 
+CUOBJDUMP_RECORDING = "cuobjdump-list-elf-list-ptx_no-device-code_cuda12.4.txt"
+
+
+def cuobjdump_stub(recording: str) -> str:
+    """NVIDIA's toolkit has bin/cuobjdump (cuda-cuobjdump-12-<minor>); llama_cpp refuses a CUDA build without it."""
+    return (
+        "#!/bin/sh\n"
+        "# STAND-IN for NVIDIA's cuobjdump, from the fixture CUDA repo that stands in for\n"
+        "# NVIDIA's apt repo in tests (molecule/shared/fixture_cuda_repo/). It reads\n"
+        "# nothing: it prints the real recorded answer for a file without GPU code\n"
+        f"# (tests/fixtures/recorded/{CUOBJDUMP_RECORDING}), naming the file it was given,\n"
+        "# and exits 255 as cuobjdump does there.\n"
+        'for file; do :; done\n'
+        f"printf {shlex.quote(recording.replace('/bin/ls', '%s'))} \"$file\"\n"
+        "exit 255\n"
+    )
+
+
 # Driver versions: two of branch 550 and a newer branch, as NVIDIA's debian12
 # repository carries many versions of each branch side by side; and 535.261.03-1,
 # the version Debian's bookworm has under the same unversioned names (libcuda1,
@@ -287,6 +305,7 @@ def package_set(recorded: Path) -> list[Package]:
         prefix = f"/usr/local/cuda-{release}"
         priority = release.replace(".", "")
         nvcc = nvcc_stub(release, (recorded / NVCC_RECORDINGS[release]).read_text())
+        cuobjdump = cuobjdump_stub((recorded / CUOBJDUMP_RECORDING).read_text())
         pkgs.append(Package(
             name=f"cuda-toolkit-{dash}", version=version,
             summary=f"CUDA Toolkit {release} meta-package (stand-in)",
@@ -298,6 +317,7 @@ def package_set(recorded: Path) -> list[Package]:
             ),
             files={
                 f"{prefix[1:]}/bin/nvcc": (nvcc, 0o755),
+                f"{prefix[1:]}/bin/cuobjdump": (cuobjdump, 0o755),
                 f"{prefix[1:]}/lib64/STAND-IN.txt": (
                     f"Placeholder for CUDA {release}'s libraries. {STAND_IN_NOTE}\n", 0o644),
                 f"{prefix[1:]}/version.json": (
