@@ -83,24 +83,24 @@ _RULES = _Deferred("stack_rules")
 _MEMORY = _Deferred("memory_plan")
 
 
+def _toolkit_request(facts: Mapping[str, Any], branch: Any, source: str, version: str = "") -> Any:
+    """The stack request of the toolkit rules, for the host the facts describe."""
+    return _RULES.StackRequest(distribution=facts.get("distribution", ""),
+                               distribution_version=facts.get("distribution_version", ""),
+                               nvidia_driver_branch=str(branch), cuda_toolkit_version=str(version or ""),
+                               cuda_toolkit_source=str(source))
+
+
 def cuda_toolkit_default(facts: Mapping[str, Any], branch: Any, source: str = "cuda_repo") -> str:
     """ansible_facts | cuda_toolkit_default(nvidia_driver_branch, cuda_toolkit_source) -> "12.9": the release
     preflight checks."""
-    request = _RULES.StackRequest(distribution=facts.get("distribution", ""),
-                                  distribution_version=facts.get("distribution_version", ""),
-                                  nvidia_driver_branch=str(branch), cuda_toolkit_version="",
-                                  cuda_toolkit_source=str(source))
-    return _RULES.resolve_cuda_toolkit(request)
+    return _RULES.resolve_cuda_toolkit(_toolkit_request(facts, branch, source))
 
 
 def cuda_toolkit_source_error(facts: Mapping[str, Any], source: str, version: str, branch: Any) -> str:
     """ansible_facts | cuda_toolkit_source_error(cuda_toolkit_source, cuda_toolkit_version, nvidia_driver_branch):
     why that source cannot give that toolkit here, "" when it can (stack_rules.check_cuda_toolkit_source)."""
-    request = _RULES.StackRequest(distribution=facts.get("distribution", ""),
-                                  distribution_version=facts.get("distribution_version", ""),
-                                  nvidia_driver_branch=str(branch), cuda_toolkit_version=str(version or ""),
-                                  cuda_toolkit_source=str(source))
-    refusals = _RULES.check_cuda_toolkit_source(request)
+    refusals = _RULES.check_cuda_toolkit_source(_toolkit_request(facts, branch, source, version))
     return refusals[0].message() if refusals else ""
 
 

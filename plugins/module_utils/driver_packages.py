@@ -64,6 +64,20 @@ def parse_dpkg_query(text: str) -> List[Tuple[str, str]]:
     return [(entry["name"], entry["version"]) for entry in parse_status(text) if present(entry)]
 
 
+def role_packages(installed: List[Tuple[str, str]]) -> List[str]:
+    """'name version' of the installed packages the role may hold (and releases when it holds nothing): not
+    the branch-independent helpers (nvidia-modprobe), not Ubuntu's kernel-versioned modules (they follow the
+    kernel)."""
+    return ["%s %s" % (name, version) for name, version in installed
+            if name not in BRANCH_INDEPENDENT and not name.startswith(KERNEL_VERSIONED_PREFIX)]
+
+
+def packages_to_hold(installed: List[Tuple[str, str]]) -> List[str]:
+    """Of role_packages, the driver-versioned ones (535.x, 550.x) the role holds beside the set it chose:
+    not Debian's CUDA toolkit, whose nvidia-cuda-* names carry 12.x versions and must keep their updates."""
+    return [entry for entry in role_packages(installed) if driver_branch(entry.split(" ", 1)[1]) is not None]
+
+
 def other_branch_packages(installed: List[Tuple[str, str]], branch: int) -> List[str]:
     """Installed driver packages whose version belongs to another branch."""
     return sorted(name for name, version in installed

@@ -128,6 +128,7 @@ _NVCC_RELEASE = re.compile(r"release (\d+)\.(\d+)")
 _GCC_VERSION = re.compile(r"^(?:c\+\+|g\+\+)\S* \(.*\) (\d+)\.\d+")
 _GXX_PACKAGE = re.compile(r"^g\+\+-(\d+)$")
 HOST_COMPILER_ARG = "-DCMAKE_CUDA_HOST_COMPILER="
+NO_HOST_COMPILER = {"path": "", "package": "", "error": ""}
 
 
 def cuda_host_compiler(nvcc: str, compiler: str, packages: Sequence[str]) -> Dict[str, str]:
@@ -140,23 +141,22 @@ def cuda_host_compiler(nvcc: str, compiler: str, packages: Sequence[str]) -> Dic
     nvidia_releases.NVCC_MAX_GCC, read from its crt/host_config.h. The newest g++-<major> no newer than that is
     chosen, so CMake's host compiler for CUDA (CMAKE_CUDA_HOST_COMPILER, nvcc's -ccbin) is one it accepts.
     """
-    none = {"path": "", "package": "", "error": ""}
     release = _NVCC_RELEASE.search(nvcc or "")
     gcc = _GCC_VERSION.match(compiler or "")
     newest = NVCC_MAX_GCC.get((int(release.group(1)), int(release.group(2)))) if release else None
     if newest is None or gcc is None or int(gcc.group(1)) <= newest:
-        return none
+        return dict(NO_HOST_COMPILER)
     majors = sorted((int(m.group(1)) for m in map(_GXX_PACKAGE.match, packages or ()) if m), reverse=True)
     usable = [major for major in majors if major <= newest]
     if not usable:
-        return dict(none, error=(
+        return dict(NO_HOST_COMPILER, error=(
             "nvcc %s.%s accepts GCC %d at most, the host's c++ is GCC %s, and apt knows no g++-%d or older "
             "(apt-cache pkgnames g++-: %s). Install an older g++ from the distribution, use a newer CUDA 12 "
             "(cuda_toolkit_version), or name a host compiler in llama_cpp_cmake_extra_args "
             "(%s<path>) [source: %s]" % (release.group(1), release.group(2), newest, gcc.group(1), newest,
                                            ", ".join("g++-%d" % m for m in majors) or "none",
                                            HOST_COMPILER_ARG, SOURCE_HOST_GCC)))
-    return dict(none, path="/usr/bin/g++-%d" % usable[0], package="g++-%d" % usable[0])
+    return dict(NO_HOST_COMPILER, path="/usr/bin/g++-%d" % usable[0], package="g++-%d" % usable[0])
 
 
 def refused_extra_args(extra_args: Sequence[str]) -> List[str]:
@@ -259,7 +259,7 @@ def build_plan(inputs: Mapping[str, Any]) -> Dict[str, Any]:
     # A host compiler named in the extra arguments (-DCMAKE_CUDA_HOST_COMPILER[:FILEPATH]=) is the user's choice.
     named = [match.group(1) for match in map(_DEFINE.match, map(str, extra_args)) if match]
     host = (cuda_host_compiler(inputs.get("nvcc") or "", inputs.get("compiler") or "", inputs.get("gxx_packages") or [])
-            if archs and "CMAKE_CUDA_HOST_COMPILER" not in named else {"path": "", "package": "", "error": ""})
+            if archs and "CMAKE_CUDA_HOST_COMPILER" not in named else dict(NO_HOST_COMPILER))
     args = cmake_args(archs, inputs.get("build_number"), inputs.get("commit") or "",
                       bool(inputs.get("fa_all_quants")), bool(inputs.get("ccache", True)),
                       extra_args, nccl=bool(nccl), host_compiler=host["path"])

@@ -298,16 +298,14 @@ def _suggested_cuda(branch: Optional[int], repo: Optional[str], gpus: Sequence[G
 
 
 def check_system(request: StackRequest) -> List[Refusal]:
-    """Ubuntu 22.04 / 24.04 and Debian 12 only: the CUDA repo paths that exist.
+    """Ubuntu 22.04 / 24.04 and Debian 12 (NVIDIA's CUDA repo paths that exist) and Debian 13 (its own packages).
 
-    Source: VOLTA_FACTS.md, Driver branches (NVIDIA CUDA apt repo URLs).
-    Ubuntu compares major.minor ("22.04"), Debian its major ("12.7" -> "12").
+    Source: VOLTA_FACTS.md, Driver branches (NVIDIA CUDA apt repo URLs) and Debian 13.
+    Ubuntu compares major.minor ("22.04"), Debian its major ("12.7" -> "12"): system_label.
     """
     distribution = request.distribution or ""
     version = str(request.distribution_version or "")
-    parts = version.split(".")
-    release = parts[0] if distribution == "Debian" else ".".join(parts[:2])
-    if (distribution, release) in SUPPORTED_SYSTEMS:
+    if system_label(distribution, version) in ["%s %s" % system for system in SUPPORTED_SYSTEMS]:
         return []
     return [Refusal(
         variable="ansible_distribution",

@@ -62,8 +62,14 @@ EXAMPLES = r"""
 RETURN = r"""
 installed:
   description:
-    - Installed driver packages as C(name version), the ones the role holds (not C(nvidia-modprobe), not Ubuntu's
-      C(linux-modules-nvidia-*), which follow the kernel).
+    - Installed driver packages as C(name version), the ones the role may hold and releases when it holds
+      nothing (not C(nvidia-modprobe), not Ubuntu's C(linux-modules-nvidia-*), which follow the kernel).
+  returned: always
+  type: list
+to_hold:
+  description:
+    - Of C(installed), the driver-versioned packages the role holds beside its set (not Debian's C(nvidia-cuda-*)
+      toolkit packages, versioned 12.x).
   returned: always
   type: list
 other_branch:
@@ -109,15 +115,15 @@ import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.driver_packages import (
-    BRANCH_INDEPENDENT,
     DPKG_QUERY_FORMAT,
-    KERNEL_VERSIONED_PREFIX,
     dkms_kernels,
     dkms_registered,
     foreign_branch_installs,
     open_flavor_installs,
     other_branch_packages,
+    packages_to_hold,
     parse_apt_simulation,
+    role_packages,
     parse_dkms_status,
     still_to_install,
     parse_dpkg_query,
@@ -197,9 +203,8 @@ def main() -> None:
 
     module.exit_json(
         changed=False,
-        # What the role holds: the branch-independent helpers and the kernel's modules are left free.
-        installed=["%s %s" % item for item in installed
-                   if item[0] not in BRANCH_INDEPENDENT and not item[0].startswith(KERNEL_VERSIONED_PREFIX)],
+        installed=role_packages(installed),
+        to_hold=packages_to_hold(installed),
         other_branch=other_branch,
         simulated_installs=["%s %s" % item for item in simulated],
         simulated_foreign_branch=foreign_branch_installs(simulated, branch),

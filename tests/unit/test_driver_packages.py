@@ -10,6 +10,8 @@ from ansible.module_utils.driver_packages import (
     foreign_branch_installs,
     open_flavor_installs,
     other_branch_packages,
+    packages_to_hold,
+    role_packages,
     stale_packages,
     parse_apt_simulation,
     parse_dkms_status,
@@ -128,3 +130,17 @@ def test_the_simulation_asks_apt_for_what_the_apt_module_would():
                  "libcuda1=535.261.03-1", "nvidia-kernel-dkms=535.261.03-1", "libcuda1=535.309.01-1"]
     assert still_to_install(requested, installed) == [
         "linux-modules-nvidia-580-server-6.8.0-91-generic", "nvidia-kernel-dkms=535.261.03-1", "libcuda1=535.309.01-1"]
+
+
+def test_only_driver_versioned_packages_are_held():
+    # Debian 13 (trixie's Packages): the 550 set beside Debian's CUDA 12.4, whose names are nvidia-* too.
+    installed = [("nvidia-kernel-dkms", "550.163.01-2"), ("libcuda1", "550.163.01-2"),
+                 ("nvidia-persistenced", "550.163.01-1"), ("nvidia-modprobe", "570.133.07-1"),
+                 ("nvidia-cuda-toolkit", "12.4.131~12.4.1-2"), ("nvidia-cuda-dev", "12.4.127~12.4.1-2"),
+                 ("libnvidia-ml-dev", "12.4.127~12.4.1-2"),
+                 ("linux-modules-nvidia-580-server-generic", "5.15.0-91.101")]
+    assert packages_to_hold(installed) == [
+        "nvidia-kernel-dkms 550.163.01-2", "libcuda1 550.163.01-2", "nvidia-persistenced 550.163.01-1"]
+    # What the role releases when it holds nothing keeps the toolkit's names (an earlier run may have held them).
+    assert "nvidia-cuda-toolkit 12.4.131~12.4.1-2" in role_packages(installed)
+    assert not [entry for entry in role_packages(installed) if entry.startswith(("nvidia-modprobe ", "linux-"))]
