@@ -26,9 +26,12 @@ RESERVED_SUFFIXES = ("-health", "-restart")
 KV_CACHE_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1")
 SPLIT_MODES = ("none", "layer", "row", "tensor")
 # --split-mode tensor (docs/multi-gpu.md at the pinned commit): experimental; llama.cpp refuses it without
-# flash attention, with a quantized KV cache, and for these architectures (llm_arch_supports_sm_tensor in
-# src/llama-arch.cpp at 0c1e57098, by their GGUF general.architecture names).
-TENSOR_KV_CACHE_TYPES = ("f32", "f16", "bf16")
+# flash attention, and for these architectures (llm_arch_supports_sm_tensor in src/llama-arch.cpp at 0c1e57098,
+# by their GGUF general.architecture names). Those docs also say it refuses a quantized KV cache, but the source
+# at that commit has no such check (their error text is nowhere in it), and on two GPUs q8_0, q5_1 and q4_0 caches
+# gave the very tokens of split_mode layer (docs/BENCHMARKS.md, "Two GPUs"). One quantized cache beside an
+# unquantized one did not, so that is refused (_tensor_errors).
+UNQUANTIZED_KV_CACHE_TYPES = ("f32", "f16", "bf16")
 TENSOR_UNSUPPORTED_ARCHITECTURES = frozenset((
     "grok", "mpt", "plamo2", "minicpm3", "gemma3n", "mamba", "mamba2", "jamba", "falcon-h1", "olmo2", "olmoe",
     "deepseek2", "deepseek32", "hy_v4", "dots3note", "glm-dsa", "bitnet", "t5", "nemotron_h", "nemotron_h_moe",
@@ -281,11 +284,14 @@ def _tensor_errors(where: str, instance: Mapping[str, Any], settings: Mapping[st
         errors.append("%s.split_mode=tensor needs flash attention, which is off: llama.cpp stops with "
                       "\"SPLIT_MODE_TENSOR requires flash_attn to be enabled\". Set flash_attention: true, or "
                       "split_mode: layer." % where)
-    quantized = [kind for kind in _cache_types(instance, settings) if kind not in TENSOR_KV_CACHE_TYPES]
-    if quantized:
-        errors.append("%s.split_mode=tensor cannot use a quantized KV cache (%s): llama.cpp does not implement "
-                      "it. Set kv_cache_type (and cache_type_k/cache_type_v) to f16, bf16 or f32, or use "
-                      "split_mode: layer." % (where, ", ".join(sorted(set(quantized)))))
+    cache_k, cache_v = _cache_types(instance, settings)
+    if (cache_k in UNQUANTIZED_KV_CACHE_TYPES) != (cache_v in UNQUANTIZED_KV_CACHE_TYPES):
+        # llama.cpp rotates only a quantized cache (attn_rot_k/attn_rot_v in src/llama-kv-cache.cpp); with q8_0 K
+        # and f16 V, tensor mode's tokens differed from layer mode's, unlike every matched pair measured.
+        errors.append("%s.split_mode=tensor with cache_type_k=%s and cache_type_v=%s (one quantized, one not): "
+                      "on two GPUs this pair gave other tokens than split_mode layer with the same cache types "
+                      "(docs/BENCHMARKS.md, \"Two GPUs\"). Give K and V the same type (kv_cache_type), or use "
+                      "split_mode: layer." % (where, cache_k, cache_v))
     model = instance.get("model")
     gguf = (models_files.get(model) or {}).get("gguf") if isinstance(model, str) else None
     architecture = (gguf or {}).get("architecture")

@@ -9,7 +9,10 @@ ignore_eos) for each N, and print the summed generated tokens/s: all tokens
 over the wall time from the first request to the last answer. While 4 are
 running, /slots shows how many slots are busy at once. The server's own
 buffer sizes (CUDA0 model/KV/compute) are kept from its log.
-Usage: slots_bench.py PLAN.json OUTDIR
+With --planned, each planned instance instead runs as planned (its own
+argv, port and environment: CUDA_VISIBLE_DEVICES for its GPUs), one after
+another: the two-GPU run's layer and tensor split (tests/gpu/two-gpu.sh).
+Usage: slots_bench.py [--planned] PLAN.json OUTDIR
 """
 from __future__ import annotations
 
@@ -32,25 +35,25 @@ HAND_TUNED = {
                                           "--ubatch-size": "1024"},
     "-c 131072 -np 32": {"--ctx-size": "131072", "--parallel": "32"},
 }
-LOG_MARKS = ("CUDA0 model buffer size", "CUDA0 KV buffer size", "CUDA0 compute buffer size", "llama_kv_cache: size",
-             "n_ctx_seq", "n_slots")
+LOG_MARKS = ("model buffer size", "KV buffer size", "compute buffer size", "llama_kv_cache: size", "n_ctx_seq",
+             "n_slots", "NCCL", "split_mode")
 
 
-def call(path, body=None, timeout=600):
-    request = urllib.request.Request("http://127.0.0.1:%d%s" % (PORT, path),
+def call(path, body=None, timeout=600, port=PORT):
+    request = urllib.request.Request("http://127.0.0.1:%d%s" % (port, path),
                                      data=json.dumps(body).encode() if body else None,
                                      headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(request, timeout=timeout) as answer:
         return json.loads(answer.read().decode())
 
 
-def wait_healthy(server, limit=300):
+def wait_healthy(server, port, limit=300):
     deadline = time.time() + limit
     while time.time() < deadline:
         if server.poll() is not None:
             raise RuntimeError("llama-server exited with %s" % server.returncode)
         try:
-            if call("/health", timeout=5).get("status") == "ok":
+            if call("/health", timeout=5, port=port).get("status") == "ok":
                 return
         except OSError:
             pass
@@ -58,12 +61,13 @@ def wait_healthy(server, limit=300):
     raise RuntimeError("no /health in %d s" % limit)
 
 
-def sweep(streams):
+def sweep(streams, port):
     results, busy = [], []
 
     def one(index):
         answer = call("/completion", {"prompt": "Request %d of %d: write a short story about the number %d." % (
-            index, streams, index * 7919), "n_predict": TOKENS, "ignore_eos": True, "cache_prompt": False})
+            index, streams, index * 7919), "n_predict": TOKENS, "ignore_eos": True, "cache_prompt": False},
+            port=port)
         results.append(answer["tokens_predicted"])
 
     threads = [threading.Thread(target=one, args=(index,)) for index in range(streams)]
@@ -72,23 +76,23 @@ def sweep(streams):
         thread.start()
     if streams == 4:
         time.sleep(0.5)
-        busy.append(sum(1 for slot in call("/slots") if slot.get("is_processing")))
+        busy.append(sum(1 for slot in call("/slots", port=port) if slot.get("is_processing")))
     for thread in threads:
         thread.join()
     wall = time.time() - start
     return sum(results) / wall, len(results), busy
 
 
-def run(name, argv, out, plan_line):
+def run(name, argv, out, plan_line, port=PORT, environment=None):
     log_path = os.path.join(out, "server-%s.log" % "".join(c if c.isalnum() else "_" for c in name)[:40])
     with open(log_path, "w") as log:
-        server = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
+        server = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, **(environment or {})))
     try:
-        wait_healthy(server)
-        sweep(2)  # warm-up
+        wait_healthy(server, port)
+        sweep(2, port)  # warm-up
         row = {}
         for streams in STREAMS:
-            rate, done, busy = sweep(streams)
+            rate, done, busy = sweep(streams, port)
             row[streams] = rate
             if busy:
                 row["busy_at_4"] = busy[0]
@@ -100,7 +104,7 @@ def run(name, argv, out, plan_line):
     marks = [line.strip() for line in open(log_path) if any(mark in line for mark in LOG_MARKS)]
     print("%-42s %s  busy slots with 4 running: %s" % (
         name, "  ".join("%4d: %7.1f" % (streams, row[streams]) for streams in STREAMS), row.get("busy_at_4")))
-    for line in marks[:8]:
+    for line in marks[:12]:
         print("    " + line)
     if plan_line:
         print("    plan: " + plan_line)
@@ -133,5 +137,23 @@ def main(plan_path, out):
     json.dump(rows, open(os.path.join(out, "slots-bench.json"), "w"), indent=1)
 
 
+def main_planned(plan_path, out):
+    plan = json.load(open(plan_path))
+    print("streams x %d tokens, summed generated tokens/s, each instance as planned" % TOKENS)
+    rows = {}
+    for instance, memory in zip(plan["instances"], plan["memory"]):
+        print("%s: %s (%s)" % (instance["name"], " ".join(instance["argv"]), " ".join(
+            "%s=%s" % item for item in sorted(instance["environment"].items()))))
+        try:
+            rows[instance["name"]] = run(instance["name"], instance["argv"], out, memory.get("message", ""),
+                                         instance["port"], instance["environment"])
+        except (RuntimeError, OSError) as error:  # the next instance still runs
+            print("    FAILED: %s" % error)
+    json.dump(rows, open(os.path.join(out, "split-bench.json"), "w"), indent=1)
+
+
 if __name__ == "__main__":
-    main(*sys.argv[1:3])
+    if sys.argv[1] == "--planned":
+        main_planned(*sys.argv[2:4])
+    else:
+        main(*sys.argv[1:3])

@@ -1,7 +1,10 @@
 """llama_server_instances -> unit command lines, schedules and memory plans."""
 from __future__ import annotations
 
+import ast
+
 import pytest
+from conftest import RECORDED
 
 from ansible.module_utils.llama_server_plan import local_base_url, plan_instances, refused_extra_args, staggered_calendar
 from sample_llama_server import llama_server_settings, planned
@@ -329,14 +332,46 @@ def test_tensor_split_mode_passes_its_mode_and_equal_shares_to_llama_cpp_and_the
 @pytest.mark.parametrize(("changes", "models", "expected"), [
     ({"flash_attention": False}, MODELS,
      "llama_server_instances[0] (big).split_mode=tensor needs flash attention, which is off"),
-    ({"kv_cache_type": "q8_0"}, MODELS, "cannot use a quantized KV cache (q8_0)"),
-    ({"cache_type_v": "q4_0"}, MODELS, "cannot use a quantized KV cache (q4_0)"),
+    ({"cache_type_k": "q8_0"}, MODELS, "with cache_type_k=q8_0 and cache_type_v=f16 (one quantized, one not)"),
+    ({"cache_type_v": "q4_0"}, MODELS, "with cache_type_k=f16 and cache_type_v=q4_0 (one quantized, one not)"),
     ({}, {"qwen": dict(MODELS["qwen"], gguf={"architecture": "deepseek2"})},
      "split_mode=tensor is not implemented for the deepseek2 architecture of model qwen"),
 ])
 def test_tensor_split_mode_is_refused_where_llama_cpp_would_stop_at_start(changes, models, expected):
     result = planned([dict(TENSOR, **changes)], llama_server_settings(), models)
     assert result["instances"] == [] and any(expected in error for error in result["errors"]), result["errors"]
+
+
+@pytest.mark.parametrize("changes", [
+    {"kv_cache_type": "q8_0"}, {"kv_cache_type": "q4_0"}, {"cache_type_k": "q8_0", "cache_type_v": "q4_0"},
+    {"cache_type_k": "bf16", "cache_type_v": "f16"},
+])
+def test_tensor_split_mode_takes_a_quantized_kv_cache_for_both_k_and_v(changes):
+    # Stale docs/multi-gpu.md at the pinned commit says it would stop; its source does not, and on two H200s
+    # q8_0, q5_1 and q4_0 gave the tokens of split_mode layer (docs/BENCHMARKS.md, "Two GPUs").
+    result = plan([dict(TENSOR, **changes)])
+    assert result["errors"] == []
+    argv = result["instances"][0]["argv"]
+    cache_k, cache_v = argv[argv.index("--cache-type-k") + 1], argv[argv.index("--cache-type-v") + 1]
+    kv = changes.get("kv_cache_type")
+    assert (cache_k, cache_v) == (changes.get("cache_type_k", kv), changes.get("cache_type_v", kv))
+
+
+def recorded_split_tokens():
+    """(K type, V type) -> {mode: greedy tokens} from the two-GPU run (tests/fixtures/recorded/SOURCES.md, 12)."""
+    runs = {}
+    for line in (RECORDED / "llama-server_split-mode-greedy-tokens_h200_x2_0c1e570.txt").read_text().splitlines():
+        if line and not line.startswith("#"):
+            mode, cache_k, cache_v, tokens = line.split(" ", 3)
+            runs.setdefault((cache_k, cache_v), {})[mode] = ast.literal_eval(tokens)
+    return runs
+
+
+@pytest.mark.parametrize(("cache_k", "cache_v"), sorted(recorded_split_tokens()))
+def test_tensor_split_mode_is_refused_exactly_where_it_gave_other_tokens_than_layer(cache_k, cache_v):
+    runs = recorded_split_tokens()[(cache_k, cache_v)]
+    errors = plan([dict(TENSOR, cache_type_k=cache_k, cache_type_v=cache_v)])["errors"]
+    assert bool(errors) == (runs["tensor"] != runs["layer"]), errors
 
 
 def test_an_architecture_llama_cpp_splits_by_tensor_is_accepted():
