@@ -27,11 +27,11 @@ KV_CACHE_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0"
 SPLIT_MODES = ("none", "layer", "row", "tensor")
 # --split-mode tensor (docs/multi-gpu.md at the pinned commit): experimental; llama.cpp refuses it without
 # flash attention, and for these architectures (llm_arch_supports_sm_tensor in src/llama-arch.cpp at 0c1e57098,
-# by their GGUF general.architecture names). Those docs also say it refuses a quantized KV cache, but the source
-# at that commit has no such check (their error text is nowhere in it), and on two GPUs q8_0, q5_1 and q4_0 caches
-# gave the very tokens of split_mode layer (docs/BENCHMARKS.md, "Two GPUs"). One quantized cache beside an
-# unquantized one did not, so that is refused (_tensor_errors).
-UNQUANTIZED_KV_CACHE_TYPES = ("f32", "f16", "bf16")
+# by their GGUF general.architecture names). Those docs also say it refuses a quantized KV cache; the source at
+# that commit has no such check, and on two GPUs (docs/BENCHMARKS.md, "Two GPUs") every cache whose K and V types
+# were the same gave the tokens of split_mode layer, every pair of two types did not, and iq4_nl aborted
+# (_tensor_errors).
+TENSOR_REFUSED_KV_CACHE_TYPES = ("iq4_nl",)
 TENSOR_UNSUPPORTED_ARCHITECTURES = frozenset((
     "grok", "mpt", "plamo2", "minicpm3", "gemma3n", "mamba", "mamba2", "jamba", "falcon-h1", "olmo2", "olmoe",
     "deepseek2", "deepseek32", "hy_v4", "dots3note", "glm-dsa", "bitnet", "t5", "nemotron_h", "nemotron_h_moe",
@@ -277,21 +277,26 @@ def _environment_errors(where: str, environment: Any) -> List[str]:
 
 def _tensor_errors(where: str, instance: Mapping[str, Any], settings: Mapping[str, Any],
                    models_files: Mapping[str, Any]) -> List[str]:
-    """What llama.cpp refuses at start with --split-mode tensor (docs/multi-gpu.md, section 4, at the pinned
-    commit), refused here before any change."""
+    """What --split-mode tensor cannot serve, refused here before any change: what llama.cpp stops at start
+    (docs/multi-gpu.md, section 4, at the pinned commit), and the KV cache settings that gave other tokens than
+    layer mode, or aborted, on two GPUs (docs/BENCHMARKS.md, "Two GPUs")."""
     errors = []
     if not instance.get("flash_attention", settings["flash_attention"]):
         errors.append("%s.split_mode=tensor needs flash attention, which is off: llama.cpp stops with "
                       "\"SPLIT_MODE_TENSOR requires flash_attn to be enabled\". Set flash_attention: true, or "
                       "split_mode: layer." % where)
     cache_k, cache_v = _cache_types(instance, settings)
-    if (cache_k in UNQUANTIZED_KV_CACHE_TYPES) != (cache_v in UNQUANTIZED_KV_CACHE_TYPES):
-        # llama.cpp rotates only a quantized cache (attn_rot_k/attn_rot_v in src/llama-kv-cache.cpp); with q8_0 K
-        # and f16 V, tensor mode's tokens differed from layer mode's, unlike every matched pair measured.
-        errors.append("%s.split_mode=tensor with cache_type_k=%s and cache_type_v=%s (one quantized, one not): "
-                      "on two GPUs this pair gave other tokens than split_mode layer with the same cache types "
-                      "(docs/BENCHMARKS.md, \"Two GPUs\"). Give K and V the same type (kv_cache_type), or use "
-                      "split_mode: layer." % (where, cache_k, cache_v))
+    if cache_k != cache_v:
+        errors.append("%s.split_mode=tensor with cache_type_k=%s and cache_type_v=%s: with two cache types, tensor "
+                      "mode's tokens differed from split_mode layer's on two GPUs (so did bf16 with f16), and with "
+                      "one type they did not (docs/BENCHMARKS.md, \"Two GPUs\"). Give K and V the same type "
+                      "(kv_cache_type), or use split_mode: layer." % (where, cache_k, cache_v))
+    refused = sorted({cache_k, cache_v} & set(TENSOR_REFUSED_KV_CACHE_TYPES))
+    if refused:
+        errors.append("%s.split_mode=tensor cannot use the KV cache type %s: CUDA's flash attention has no kernel for it "
+                      "(ggml/src/ggml-cuda/fattn.cu at the pinned commit), and llama-server aborted at load "
+                      "(\"unsupported mul_mat split states\"). Use q8_0, q5_1, q4_0 or f16, or split_mode: layer."
+                      % (where, "/".join(refused)))
     model = instance.get("model")
     gguf = (models_files.get(model) or {}).get("gguf") if isinstance(model, str) else None
     architecture = (gguf or {}).get("architecture")

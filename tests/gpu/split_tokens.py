@@ -2,14 +2,18 @@
 """Does llama-server start with --split-mode tensor and a KV cache setting,
 and does it then give the tokens split_mode layer gives?
 
-For each cache setting (K type, V type, flash attention), start the built
-llama-server on both GPUs in layer mode and in tensor mode, one at a time,
-ask each for 48 greedy tokens of one prompt, and compare. llama.cpp's greedy
-decoding is deterministic on one machine (layer and tensor gave the same
-tokens for f16), so a tensor run that starts but gives other tokens than
-layer with the same cache types computes something else. A server that does
-not start is reported with the error lines of its log. This is the evidence
-behind llama_server_plan._tensor_errors (docs/BENCHMARKS.md, "Two GPUs").
+For each cache setting (K type, V type, flash attention, extra environment),
+start the built llama-server on both GPUs in layer mode and in tensor mode,
+one at a time, ask each for 48 greedy tokens of a short and of a long prompt,
+and print how many leading tokens tensor shares with layer. The short prompt
+(5 tokens) keeps tensor mode's cross-GPU sums in FP32; from 8 tokens of an
+8B model's 4096-wide hidden state on they are sent as BF16
+(ggml/src/ggml-cuda/ggml-cuda.cu, "For large tensors it's faster to compress
+them to BF16", at the pinned commit), so the long prompt may part from layer
+for every setting. Each server's KV cache line and flash-attention kernel
+warnings are kept from its log. A server that does not start is reported with
+the error lines of its log. The evidence behind
+llama_server_plan._tensor_errors (docs/BENCHMARKS.md, "Two GPUs").
 Usage: split_tokens.py LLAMA_SERVER MODEL.gguf OUTDIR
 """
 from __future__ import annotations
@@ -22,62 +26,92 @@ import time
 import urllib.request
 
 PORT = 8095
-SETTINGS = (  # K cache, V cache, flash attention
-    ("f16", "f16", "on"), ("q8_0", "q8_0", "on"), ("q5_1", "q5_1", "on"), ("q4_0", "q4_0", "on"),
-    ("q8_0", "f16", "on"), ("f16", "f16", "off"),
+TOKENS = 48
+PROMPTS = {
+    "short": "The quick brown fox",
+    "long": "Write a detailed report on the history of the printing press, its inventors, the spread of movable "
+            "type across Europe, and the effect it had on literacy, religion, science and politics.",
+}
+SETTINGS = (  # K cache, V cache, flash attention, environment
+    ("f16", "f16", "on", {}), ("q8_0", "q8_0", "on", {}), ("q5_1", "q5_1", "on", {}), ("q4_0", "q4_0", "on", {}),
+    ("q8_0", "f16", "on", {}), ("f16", "q8_0", "on", {}), ("q8_0", "q4_0", "on", {}), ("bf16", "f16", "on", {}),
+    ("q8_0", "f16", "on", {"LLAMA_ATTN_ROT_DISABLE": "1"}), ("q8_0", "q8_0", "on", {"LLAMA_ATTN_ROT_DISABLE": "1"}),
+    ("f16", "f16", "off", {}),
 )
-ERROR_MARKS = ("SPLIT_MODE_TENSOR", "error", "GGML_ASSERT", "abort")
+LOG_MARKS = ("llama_kv_cache: size", "FlashAttention", "SPLIT_MODE_TENSOR", "error", "GGML_ASSERT", "abort")
 
 
-def greedy_tokens(server):
-    """The 48 greedy tokens, or None when the server exits or never answers /health."""
+def wait_healthy(server):
     for _ in range(240):
         if server.poll() is not None:
-            return None
+            return False
         try:
             urllib.request.urlopen("http://127.0.0.1:%d/health" % PORT, timeout=2)
-            break
+            return True
         except OSError:
             time.sleep(0.5)
-    else:
-        return None
-    body = {"prompt": "The quick brown fox", "n_predict": 48, "temperature": 0, "top_k": 1, "return_tokens": True}
+    return False
+
+
+def greedy_tokens(prompt):
+    body = {"prompt": prompt, "n_predict": TOKENS, "temperature": 0, "top_k": 1, "return_tokens": True,
+            "cache_prompt": False}
     request = urllib.request.Request("http://127.0.0.1:%d/completion" % PORT, data=json.dumps(body).encode())
     return json.loads(urllib.request.urlopen(request, timeout=120).read())["tokens"]
 
 
-def start(binary, model, mode, cache_k, cache_v, flash, log_path):
+def serve(binary, model, mode, cache_k, cache_v, flash, environment, log_path):
+    """{prompt name: tokens}, or {"error": text} when the server does not start or answer."""
     argv = [binary, "-m", model, "--port", str(PORT), "-ngl", "999", "-sm", mode, "-ctk", cache_k, "-ctv", cache_v,
             "-fa", flash, "-c", "8192", "-np", "1", "--fit", "off"]
     with open(log_path, "w") as log:
-        server = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
+        server = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, **environment))
     try:
-        return greedy_tokens(server)
+        if not wait_healthy(server):
+            return {"error": "did not start (exit %s)" % server.poll()}
+        return {name: greedy_tokens(prompt) for name, prompt in PROMPTS.items()}
+    except (OSError, ValueError, KeyError) as error:
+        return {"error": "did not answer: %s" % error}
     finally:
         server.terminate()
         server.wait()
 
 
+def shared_prefix(one, other):
+    count = 0
+    for left, right in zip(one, other):
+        if left != right:
+            break
+        count += 1
+    return count
+
+
 def main(binary, model, out):
     os.environ.update(CUDA_DEVICE_ORDER="PCI_BUS_ID", CUDA_VISIBLE_DEVICES="0,1")
     results = []
-    for cache_k, cache_v, flash in SETTINGS:
-        tokens = {}
+    for cache_k, cache_v, flash, environment in SETTINGS:
+        label = "-ctk %s -ctv %s -fa %s%s" % (cache_k, cache_v, flash,
+                                            "".join(" %s=%s" % item for item in environment.items()))
+        row = {"cache_type_k": cache_k, "cache_type_v": cache_v, "flash_attn": flash, "environment": environment}
         for mode in ("layer", "tensor"):
-            log_path = os.path.join(out, "tokens-%s-%s-%s-fa%s.log" % (mode, cache_k, cache_v, flash))
-            tokens[mode] = start(binary, model, mode, cache_k, cache_v, flash, log_path)
-            if tokens[mode] is None:
-                errors = [line.strip() for line in open(log_path) if any(mark in line for mark in ERROR_MARKS)]
-                print("-sm %s -ctk %s -ctv %s -fa %s: did not serve: %s" % (
-                    mode, cache_k, cache_v, flash, " | ".join(errors[-3:])))
-        same = tokens["layer"] is not None and tokens["tensor"] == tokens["layer"]
-        verdict = ("both did not serve" if tokens["layer"] is None and tokens["tensor"] is None
-                   else "only %s served" % ("layer" if tokens["tensor"] is None else "tensor")
-                   if None in tokens.values() else "tensor gives the tokens of layer" if same
-                   else "tensor does NOT give the tokens of layer")
-        print("-ctk %s -ctv %s -fa %s: %s" % (cache_k, cache_v, flash, verdict))
-        results.append({"cache_type_k": cache_k, "cache_type_v": cache_v, "flash_attn": flash, **tokens,
-                        "tensor_equals_layer": same})
+            log_path = os.path.join(out, "tokens-%s-%s-%s-fa%s%s.log" % (
+                mode, cache_k, cache_v, flash, "-norot" if environment else ""))
+            row[mode] = serve(binary, model, mode, cache_k, cache_v, flash, environment, log_path)
+            row[mode + "_log"] = sorted({line.strip().split(" ", 2)[-1] for line in open(log_path)
+                                         if any(mark in line for mark in LOG_MARKS)})
+        if "error" in row["layer"] or "error" in row["tensor"]:
+            verdict = "layer: %s; tensor: %s" % (row["layer"].get("error", "served"),
+                                                 row["tensor"].get("error", "served"))
+        else:
+            verdict = "tensor shares with layer %s" % ", ".join(
+                "%d of %d tokens (%s prompt)" % (shared_prefix(row["layer"][name], row["tensor"][name]), TOKENS, name)
+                for name in PROMPTS)
+        row["verdict"] = verdict
+        print("%s: %s" % (label, verdict))
+        for mode in ("layer", "tensor"):
+            for line in row[mode + "_log"]:
+                print("    %s: %s" % (mode, line[:200]))
+        results.append(row)
     json.dump(results, open(os.path.join(out, "split-tokens.json"), "w"), indent=1)
 
 

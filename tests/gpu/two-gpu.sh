@@ -38,7 +38,6 @@ step llama.cpp through the role, and the bench models
 ANSIBLE_VERBOSITY=1 tests/gpu/llama-bench.sh "$tarball" "$out" --no-bench
 bin=/opt/llama.cpp/current/bin
 grep -o -m1 -- "-- Found NCCL: [^\\\"]*" "$out/llama_cpp-role.log" || echo "NCCL: no 'Found NCCL' in the role's log"
-grep -h "^NCCL_LIBRARY:\|^NCCL_INCLUDE_DIR:" /var/cache/llama.cpp/llama.cpp-build/CMakeCache.txt
 cat /opt/llama.cpp/current/build-stamp.json; echo
 ldd "$bin/llama-server" | grep -E "nccl|cudart|cublas"
 export PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH

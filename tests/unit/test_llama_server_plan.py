@@ -1,7 +1,7 @@
 """llama_server_instances -> unit command lines, schedules and memory plans."""
 from __future__ import annotations
 
-import ast
+import json
 
 import pytest
 from conftest import RECORDED
@@ -332,46 +332,46 @@ def test_tensor_split_mode_passes_its_mode_and_equal_shares_to_llama_cpp_and_the
 @pytest.mark.parametrize(("changes", "models", "expected"), [
     ({"flash_attention": False}, MODELS,
      "llama_server_instances[0] (big).split_mode=tensor needs flash attention, which is off"),
-    ({"cache_type_k": "q8_0"}, MODELS, "with cache_type_k=q8_0 and cache_type_v=f16 (one quantized, one not)"),
-    ({"cache_type_v": "q4_0"}, MODELS, "with cache_type_k=f16 and cache_type_v=q4_0 (one quantized, one not)"),
+    ({"cache_type_k": "q8_0"}, MODELS, "with cache_type_k=q8_0 and cache_type_v=f16: with two cache types"),
+    ({"cache_type_k": "bf16"}, MODELS, "with cache_type_k=bf16 and cache_type_v=f16: with two cache types"),
+    ({"kv_cache_type": "iq4_nl"}, MODELS, "split_mode=tensor cannot use the KV cache type iq4_nl"),
     ({}, {"qwen": dict(MODELS["qwen"], gguf={"architecture": "deepseek2"})},
      "split_mode=tensor is not implemented for the deepseek2 architecture of model qwen"),
 ])
-def test_tensor_split_mode_is_refused_where_llama_cpp_would_stop_at_start(changes, models, expected):
+def test_tensor_split_mode_is_refused_where_llama_cpp_stops_or_answers_otherwise(changes, models, expected):
     result = planned([dict(TENSOR, **changes)], llama_server_settings(), models)
     assert result["instances"] == [] and any(expected in error for error in result["errors"]), result["errors"]
 
 
-@pytest.mark.parametrize("changes", [
-    {"kv_cache_type": "q8_0"}, {"kv_cache_type": "q4_0"}, {"cache_type_k": "q8_0", "cache_type_v": "q4_0"},
-    {"cache_type_k": "bf16", "cache_type_v": "f16"},
-])
-def test_tensor_split_mode_takes_a_quantized_kv_cache_for_both_k_and_v(changes):
-    # Stale docs/multi-gpu.md at the pinned commit says it would stop; its source does not, and on two H200s
-    # q8_0, q5_1 and q4_0 gave the tokens of split_mode layer (docs/BENCHMARKS.md, "Two GPUs").
-    result = plan([dict(TENSOR, **changes)])
+@pytest.mark.parametrize("kv_cache_type", ["f16", "bf16", "f32", "q8_0", "q5_1", "q5_0", "q4_1", "q4_0"])
+def test_tensor_split_mode_takes_one_kv_cache_type_for_k_and_v(kv_cache_type):
+    # Stale docs/multi-gpu.md at the pinned commit says a quantized cache stops it; its source does not, and
+    # on two H200s q8_0, q5_1 and q4_0 gave the tokens of split_mode layer (docs/BENCHMARKS.md, "Two GPUs").
+    result = plan([dict(TENSOR, kv_cache_type=kv_cache_type)])
     assert result["errors"] == []
     argv = result["instances"][0]["argv"]
-    cache_k, cache_v = argv[argv.index("--cache-type-k") + 1], argv[argv.index("--cache-type-v") + 1]
-    kv = changes.get("kv_cache_type")
-    assert (cache_k, cache_v) == (changes.get("cache_type_k", kv), changes.get("cache_type_v", kv))
+    assert argv[argv.index("--cache-type-k") + 1] == argv[argv.index("--cache-type-v") + 1] == kv_cache_type
 
 
 def recorded_split_tokens():
-    """(K type, V type) -> {mode: greedy tokens} from the two-GPU run (tests/fixtures/recorded/SOURCES.md, 12)."""
-    runs = {}
-    for line in (RECORDED / "llama-server_split-mode-greedy-tokens_h200_x2_0c1e570.txt").read_text().splitlines():
-        if line and not line.startswith("#"):
-            mode, cache_k, cache_v, tokens = line.split(" ", 3)
-            runs.setdefault((cache_k, cache_v), {})[mode] = ast.literal_eval(tokens)
-    return runs
+    """tests/gpu/split_tokens.py's rows from the two-GPU run (tests/fixtures/recorded/SOURCES.md, 12)."""
+    return json.loads((RECORDED / "llama-server_split-tokens_h200_x2_0c1e570.json").read_text())
 
 
-@pytest.mark.parametrize(("cache_k", "cache_v"), sorted(recorded_split_tokens()))
-def test_tensor_split_mode_is_refused_exactly_where_it_gave_other_tokens_than_layer(cache_k, cache_v):
-    runs = recorded_split_tokens()[(cache_k, cache_v)]
-    errors = plan([dict(TENSOR, cache_type_k=cache_k, cache_type_v=cache_v)])["errors"]
-    assert bool(errors) == (runs["tensor"] != runs["layer"]), errors
+@pytest.mark.parametrize("row", [row for row in recorded_split_tokens() if row["flash_attn"] == "on"
+                                 and not row["environment"]], ids=lambda row: "%(cache_type_k)s-%(cache_type_v)s" % row)
+def test_tensor_split_mode_is_refused_exactly_where_its_tokens_parted_from_layer_mode(row):
+    # The short prompt's sums go over the GPUs in FP32; the long one's in BF16, which parts from layer mode for
+    # every type (tests/gpu/split_tokens.py), so only the short one tells settings apart.
+    errors = plan([dict(TENSOR, cache_type_k=row["cache_type_k"], cache_type_v=row["cache_type_v"])])["errors"]
+    assert bool(errors) == (row["tensor"]["short"] != row["layer"]["short"]), errors
+
+
+def test_tensor_split_mode_without_flash_attention_stopped_llama_server_as_refused():
+    (row,) = [row for row in recorded_split_tokens() if row["flash_attn"] == "off"]
+    assert row["tensor"] == {"error": "did not start (exit 1)"} and "short" in row["layer"]
+    assert "llama_init_from_model: SPLIT_MODE_TENSOR requires flash_attn to be enabled" in row["tensor_log"]
+    assert plan([dict(TENSOR, flash_attention=False)])["errors"]
 
 
 def test_an_architecture_llama_cpp_splits_by_tensor_is_accepted():

@@ -28,6 +28,15 @@ def _boot_kernel(host):
     return host.check_output("ls /lib/modules | grep -- '-amd64$' | sort -V | tail -n1")
 
 
+def test_nouveau_is_blacklisted_as_kmod_reads_it(host):
+    # Debian 13's kmod parses it; the container has no initramfs of its own (the nouveau scenario says more).
+    lines = [line for line in host.file("/etc/modprobe.d/blacklist-nouveau.conf").content_string.splitlines()
+             if not line.startswith("#")]
+    assert lines == ["blacklist nouveau", "options nouveau modeset=0"]
+    shown = host.check_output("modprobe --showconfig")
+    assert "blacklist nouveau" in shown and "options nouveau modeset=0" in shown
+
+
 def test_debians_non_free_is_added_beside_the_installs_main(host):
     for suite in ("trixie", "trixie-updates", "trixie-security"):
         source = host.file(f"/etc/apt/sources.list.d/v100-llm-debian-{suite}.sources")
