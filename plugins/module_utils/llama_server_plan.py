@@ -28,9 +28,9 @@ SPLIT_MODES = ("none", "layer", "row", "tensor")
 # --split-mode tensor (docs/multi-gpu.md at the pinned commit): experimental; llama.cpp refuses it without
 # flash attention, and for these architectures (llm_arch_supports_sm_tensor in src/llama-arch.cpp at 0c1e57098,
 # by their GGUF general.architecture names). Those docs also say it refuses a quantized KV cache; the source at
-# that commit has no such check, and on two GPUs (docs/BENCHMARKS.md, "Two GPUs") every cache whose K and V types
-# were the same gave the tokens of split_mode layer, every pair of two types did not, and iq4_nl aborted
-# (_tensor_errors).
+# that commit has no such check. On two GPUs (docs/BENCHMARKS.md, "Two GPUs") f16, q8_0, q5_1 and q4_0 for both K
+# and V gave the tokens of split_mode layer, every pair of two types tried did not, and iq4_nl aborted
+# (_tensor_errors); the other one-type caches are accepted by extension, untried.
 TENSOR_REFUSED_KV_CACHE_TYPES = ("iq4_nl",)
 TENSOR_UNSUPPORTED_ARCHITECTURES = frozenset((
     "grok", "mpt", "plamo2", "minicpm3", "gemma3n", "mamba", "mamba2", "jamba", "falcon-h1", "olmo2", "olmoe",
@@ -287,15 +287,17 @@ def _tensor_errors(where: str, instance: Mapping[str, Any], settings: Mapping[st
                       "split_mode: layer." % where)
     cache_k, cache_v = _cache_types(instance, settings)
     if cache_k != cache_v:
-        errors.append("%s.split_mode=tensor with cache_type_k=%s and cache_type_v=%s: with two cache types, tensor "
-                      "mode's tokens differed from split_mode layer's on two GPUs (so did bf16 with f16), and with "
-                      "one type they did not (docs/BENCHMARKS.md, \"Two GPUs\"). Give K and V the same type "
-                      "(kv_cache_type), or use split_mode: layer." % (where, cache_k, cache_v))
+        errors.append("%s.split_mode=tensor with cache_type_k=%s and cache_type_v=%s: with two cache types tensor "
+                      "mode computed other numbers than split_mode layer on two GPUs (other greedy tokens; bf16 with "
+                      "f16 too), unlike f16, q8_0, q5_1 or q4_0 for both (docs/BENCHMARKS.md, \"Two GPUs\"); what "
+                      "that does to answers is not known. Set kv_cache_type (one type for K and V), or use "
+                      "split_mode: layer." % (where, cache_k, cache_v))
     refused = sorted({cache_k, cache_v} & set(TENSOR_REFUSED_KV_CACHE_TYPES))
     if refused:
         errors.append("%s.split_mode=tensor cannot use the KV cache type %s: CUDA's flash attention has no kernel for it "
                       "(ggml/src/ggml-cuda/fattn.cu at the pinned commit), and llama-server aborted at load "
-                      "(\"unsupported mul_mat split states\"). Use q8_0, q5_1, q4_0 or f16, or split_mode: layer."
+                      "(\"unsupported mul_mat split states\"). Set kv_cache_type (and cache_type_k/cache_type_v) to q8_0, q5_1, "
+                      "q4_0 or f16, or use split_mode: layer."
                       % (where, "/".join(refused)))
     model = instance.get("model")
     gguf = (models_files.get(model) or {}).get("gguf") if isinstance(model, str) else None

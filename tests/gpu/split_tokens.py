@@ -11,15 +11,21 @@ and print how many leading tokens tensor shares with layer. The short prompt
 (ggml/src/ggml-cuda/ggml-cuda.cu, "For large tensors it's faster to compress
 them to BF16", at the pinned commit), so the long prompt may part from layer
 for every setting. Each server's KV cache line and flash-attention kernel
-warnings are kept from its log. A server that does not start is reported with
-the error lines of its log. The evidence behind
+warnings and its attention-rotation lines are kept from its log (the KV
+cache size line is not printed at llama-server's default verbosity). A server
+that does not start is reported with the error lines of its log. The bench
+model's weights are noise, so its logits are nearly flat: other tokens show
+that tensor mode computes other numbers than layer mode, not how much that
+changes a real model's answers. The evidence behind
 llama_server_plan._tensor_errors (docs/BENCHMARKS.md, "Two GPUs").
 Usage: split_tokens.py LLAMA_SERVER MODEL.gguf OUTDIR
 """
 from __future__ import annotations
 
+import http.client
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -38,7 +44,8 @@ SETTINGS = (  # K cache, V cache, flash attention, environment
     ("q8_0", "f16", "on", {"LLAMA_ATTN_ROT_DISABLE": "1"}), ("q8_0", "q8_0", "on", {"LLAMA_ATTN_ROT_DISABLE": "1"}),
     ("f16", "f16", "off", {}),
 )
-LOG_MARKS = ("llama_kv_cache: size", "FlashAttention", "SPLIT_MODE_TENSOR", "error", "GGML_ASSERT", "abort")
+LOG_MARKS = ("attn_rot", "rotation", "FlashAttention", "SPLIT_MODE_TENSOR", "error", "GGML_ASSERT", "abort")
+TIMESTAMP = re.compile(r"^\d+\.\d+\.\d+\.\d+ [A-Z] ")
 
 
 def wait_healthy(server):
@@ -70,11 +77,26 @@ def serve(binary, model, mode, cache_k, cache_v, flash, environment, log_path):
         if not wait_healthy(server):
             return {"error": "did not start (exit %s)" % server.poll()}
         return {name: greedy_tokens(prompt) for name, prompt in PROMPTS.items()}
-    except (OSError, ValueError, KeyError) as error:
+    except (OSError, ValueError, KeyError, http.client.HTTPException) as error:
         return {"error": "did not answer: %s" % error}
     finally:
         server.terminate()
-        server.wait()
+        try:
+            server.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+def marked_lines(log_path):
+    """The log's lines with a LOG_MARKS word, in order, once each, without their timestamps."""
+    seen = []
+    with open(log_path, errors="replace") as log:
+        for line in log:
+            line = TIMESTAMP.sub("", line.strip())
+            if any(mark in line for mark in LOG_MARKS) and line not in seen:
+                seen.append(line)
+    return seen
 
 
 def shared_prefix(one, other):
@@ -97,8 +119,7 @@ def main(binary, model, out):
             log_path = os.path.join(out, "tokens-%s-%s-%s-fa%s%s.log" % (
                 mode, cache_k, cache_v, flash, "-norot" if environment else ""))
             row[mode] = serve(binary, model, mode, cache_k, cache_v, flash, environment, log_path)
-            row[mode + "_log"] = sorted({line.strip().split(" ", 2)[-1] for line in open(log_path)
-                                         if any(mark in line for mark in LOG_MARKS)})
+            row[mode + "_log"] = marked_lines(log_path)
         if "error" in row["layer"] or "error" in row["tensor"]:
             verdict = "layer: %s; tensor: %s" % (row["layer"].get("error", "served"),
                                                  row["tensor"].get("error", "served"))
@@ -112,7 +133,8 @@ def main(binary, model, out):
             for line in row[mode + "_log"]:
                 print("    %s: %s" % (mode, line[:200]))
         results.append(row)
-    json.dump(results, open(os.path.join(out, "split-tokens.json"), "w"), indent=1)
+        with open(os.path.join(out, "split-tokens.json"), "w") as written:  # after each setting: a stop keeps the rest
+            json.dump(results, written, indent=1)
 
 
 if __name__ == "__main__":

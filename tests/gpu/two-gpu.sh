@@ -2,8 +2,8 @@
 # Run on the lent two-GPU machine (nvidia-h200-x2, no network), after
 # tests/gpu/prepare here (issue 13, docs/BENCHMARKS.md "Two GPUs"):
 #  1. the GPUs and how they are linked (nvidia-smi topo -m);
-#  2. NCCL as packages (tests/gpu/nccl-debs: the machine's real NCCL in
-#     NVIDIA's package layout), then llama.cpp built through the llama_cpp
+#  2. NCCL as packages (NVIDIA's own where installed, else tests/gpu/nccl-debs
+#     makes them from the machine's NCCL wheel), then llama.cpp built through the llama_cpp
 #     role with llama_cpp_nccl at its default (auto: two serving GPUs and a
 #     libnccl-dev built for the toolkit's CUDA), and the 8B-shaped F16 and
 #     Q4_K_M bench models (tests/gpu/llama-bench.sh --no-bench);
