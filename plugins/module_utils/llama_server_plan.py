@@ -294,11 +294,10 @@ def _tensor_errors(where: str, instance: Mapping[str, Any], settings: Mapping[st
                       "split_mode: layer." % (where, cache_k, cache_v))
     refused = sorted({cache_k, cache_v} & set(TENSOR_REFUSED_KV_CACHE_TYPES))
     if refused:
-        errors.append("%s.split_mode=tensor cannot use the KV cache type %s: CUDA's flash attention has no kernel for it "
-                      "(ggml/src/ggml-cuda/fattn.cu at the pinned commit), and llama-server aborted at load "
-                      "(\"unsupported mul_mat split states\"). Set kv_cache_type (and cache_type_k/cache_type_v) to q8_0, q5_1, "
-                      "q4_0 or f16, or use split_mode: layer."
-                      % (where, "/".join(refused)))
+        errors.append("%s.split_mode=tensor cannot use the KV cache type %s: CUDA's flash attention has no kernel "
+                      "for it (ggml/src/ggml-cuda/fattn.cu at the pinned commit), and llama-server aborted at load "
+                      "(\"unsupported mul_mat split states\"). Set kv_cache_type (and cache_type_k/cache_type_v) "
+                      "to q8_0, q5_1, q4_0 or f16, or use split_mode: layer." % (where, "/".join(refused)))
     model = instance.get("model")
     gguf = (models_files.get(model) or {}).get("gguf") if isinstance(model, str) else None
     architecture = (gguf or {}).get("architecture")

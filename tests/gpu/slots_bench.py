@@ -86,7 +86,8 @@ def sweep(streams, port):
 def run(name, argv, out, plan_line, port=PORT, environment=None):
     log_path = os.path.join(out, "server-%s.log" % "".join(c if c.isalnum() else "_" for c in name)[:40])
     with open(log_path, "w") as log:
-        server = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, **(environment or {})))
+        server = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
+                                  env=dict(os.environ, **(environment or {})))
     try:
         wait_healthy(server, port)
         sweep(2, port)  # warm-up

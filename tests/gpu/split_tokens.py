@@ -28,8 +28,8 @@ import os
 import re
 import subprocess
 import sys
-import time
-import urllib.request
+
+from slots_bench import call, wait_healthy  # beside this file
 
 PORT = 8095
 TOKENS = 48
@@ -48,35 +48,19 @@ LOG_MARKS = ("attn_rot", "rotation", "FlashAttention", "SPLIT_MODE_TENSOR", "err
 TIMESTAMP = re.compile(r"^\d+\.\d+\.\d+\.\d+ [A-Z] ")
 
 
-def wait_healthy(server):
-    for _ in range(240):
-        if server.poll() is not None:
-            return False
-        try:
-            urllib.request.urlopen("http://127.0.0.1:%d/health" % PORT, timeout=2)
-            return True
-        except OSError:
-            time.sleep(0.5)
-    return False
-
-
-def greedy_tokens(prompt):
-    body = {"prompt": prompt, "n_predict": TOKENS, "temperature": 0, "top_k": 1, "return_tokens": True,
-            "cache_prompt": False}
-    request = urllib.request.Request("http://127.0.0.1:%d/completion" % PORT, data=json.dumps(body).encode())
-    return json.loads(urllib.request.urlopen(request, timeout=120).read())["tokens"]
-
-
 def serve(binary, model, mode, cache_k, cache_v, flash, environment, log_path):
     """{prompt name: tokens}, or {"error": text} when the server does not start or answer."""
     argv = [binary, "-m", model, "--port", str(PORT), "-ngl", "999", "-sm", mode, "-ctk", cache_k, "-ctv", cache_v,
             "-fa", flash, "-c", "8192", "-np", "1", "--fit", "off"]
     with open(log_path, "w") as log:
         server = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, **environment))
+    body = {"n_predict": TOKENS, "temperature": 0, "top_k": 1, "return_tokens": True, "cache_prompt": False}
     try:
-        if not wait_healthy(server):
-            return {"error": "did not start (exit %s)" % server.poll()}
-        return {name: greedy_tokens(prompt) for name, prompt in PROMPTS.items()}
+        wait_healthy(server, PORT, limit=120)
+        return {name: call("/completion", dict(body, prompt=prompt), timeout=120, port=PORT)["tokens"]
+                for name, prompt in PROMPTS.items()}
+    except RuntimeError as error:
+        return {"error": "did not start (%s)" % error}
     except (OSError, ValueError, KeyError, http.client.HTTPException) as error:
         return {"error": "did not answer: %s" % error}
     finally:
