@@ -69,6 +69,7 @@ class _Deferred:
 
 _CUDA = _Deferred("cuda_version")
 _BUILD = _Deferred("llama_cpp_build")
+_ARTIFACT = _Deferred("llama_cpp_artifact")
 _MODELS = _Deferred("model_sources")
 _SERVER = _Deferred("llama_server_plan")
 _UNIT = _Deferred("systemd_unit")
@@ -166,6 +167,20 @@ def llama_cpp_build_plan(inputs: Mapping[str, Any]) -> Dict[str, Any]:
     return plan
 
 
+def llama_cpp_artifact_plan(info: Mapping[str, Any], prefix: str, arch_inputs: Mapping[str, Any],
+                            os_release: str) -> Dict[str, Any]:
+    """llama_cpp_artifact_info's result | llama_cpp_artifact_plan(prefix, {requested_architectures,
+    preflight_architectures, gpus}, this host's /etc/os-release) -> the plan of installing it, with "error" when
+    it does not fit."""
+    try:
+        return _BUILD.artifact_plan(info.get("stamp"), info.get("folder") or "", prefix,
+                                    arch_inputs.get("requested_architectures"),
+                                    arch_inputs.get("preflight_architectures"), arch_inputs.get("gpus"),
+                                    info.get("built_on"), _ARTIFACT.os_release(os_release))
+    except ValueError as exc:
+        return {"error": str(exc)}
+
+
 def llama_cpp_refused_args(extra_args: List[str]) -> List[str]:
     """llama_cpp_cmake_extra_args | llama_cpp_refused_args -> messages (empty when fine)."""
     return _BUILD.refused_extra_args(extra_args)
@@ -190,6 +205,9 @@ class FilterModule:
             "debian_missing_components": _DEBIAN.missing_components,
             "llama_cpp_build_plan": llama_cpp_build_plan,
             "llama_cpp_refused_args": llama_cpp_refused_args,
+            "llama_cpp_artifact_plan": llama_cpp_artifact_plan,
+            # ldd -r output | llama_cpp_library_problems -> ["libcudart.so.12 not found (the CUDA runtime: ...)", ...]
+            "llama_cpp_library_problems": _ARTIFACT.library_problems,
             # cuobjdump listing | llama_cpp_missing_gpu_code(architectures) -> ["70 (no sm_70 machine code)", ...]
             "llama_cpp_missing_gpu_code": _BUILD.missing_gpu_code,
             # llama_cpp_nccl | llama_cpp_nccl_wanted(cuda build, serving GPUs) -> {"wanted", "required", "error"}

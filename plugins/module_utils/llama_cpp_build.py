@@ -281,6 +281,82 @@ def build_plan(inputs: Mapping[str, Any]) -> Dict[str, Any]:
     }
 
 
+
+def _machine_code(architectures: str) -> set:
+    """"70;80-virtual" -> {"70"}: the architectures a list gives machine code for (CMake's "NN-virtual" is PTX only)."""
+    numbers = set()
+    for entry in normalize_architectures(architectures).split(";"):
+        match = _NUMBERED_ENTRY.match(entry)
+        if match and match.group(2) != "virtual":
+            numbers.add(match.group(1))
+    return numbers
+
+
+def _release(release: Mapping[str, str]) -> str:
+    return " ".join(part for part in (release.get("id"), release.get("version_id")) if part)
+
+
+def _in_order(numbers: Iterable[str]) -> List[str]:
+    return sorted(numbers, key=lambda number: (int(re.match(r"\d+", number).group()), number))
+
+
+def artifact_plan(stamp: Any, folder: str, prefix: str, requested_architectures: Optional[str] = None,
+                  preflight_architectures: Optional[str] = None,
+                  gpus: Optional[Sequence[Mapping[str, Any]]] = None,
+                  built_on: Optional[Mapping[str, str]] = None,
+                  host_release: Optional[Mapping[str, str]] = None) -> Dict[str, Any]:
+    """The plan for installing an exported build (llama_cpp_artifact_file) instead of building: build_plan's keys
+    from the archive's own stamp, and "error" when it does not fit this host.
+
+    The archive's folder must be named after its stamp (<version>-<stamp hash>: nothing in it was changed since
+    the export), it must come from this host's distribution release (built_on and host_release: {"id",
+    "version_id"} of /etc/os-release; a build links its release's glibc, libstdc++ and OpenSSL), and it must carry
+    machine code for every architecture this host would build for (the same resolve_architectures as a build:
+    llama_cpp_cuda_architectures, else preflight's, else the serving GPUs'). PTX alone is refused: the driver
+    would compile every kernel at each start (its cache aside), minutes for llama.cpp's, where a build for the
+    architecture starts at once. A CUDA build on a host without serving GPUs is installed only when
+    llama_cpp_cuda_architectures names its architectures (a second build host). Lists without numbers ("all",
+    "native") are not compared."""
+    if not isinstance(stamp, Mapping) or stamp.get("format") != STAMP_FORMAT \
+            or not all(key in stamp for key in ("version", "cuda_architectures", "cmake_args")):
+        return {"error": "its %s is not a build stamp of this role's format %d (it was not exported by the "
+                         "llama_cpp role, or by a version with another stamp format)" % (STAMP_FILE, STAMP_FORMAT)}
+    short = stamp_hash(stamp)
+    name = "%s-%s" % (stamp["version"], short)
+    if folder != name:
+        return {"error": "its folder %s is not named after its stamp (%s): the archive was changed after it was "
+                         "exported" % (folder, name)}
+    built = dict(built_on or {})
+    here = dict(host_release or {})
+    if not built.get("id") or (built.get("id"), built.get("version_id")) != (here.get("id"), here.get("version_id")):
+        return {"error": "it was built on %s, and this host runs %s: a build links its release's glibc, libstdc++ "
+                         "and OpenSSL, so export one from a build host of this release" % (
+                             _release(built) or "an unknown release (no built-on.json)", _release(here) or "?")}
+    carried = str(stamp["cuda_architectures"] or "")
+    needed = resolve_architectures(requested_architectures, preflight_architectures, gpus)
+    error = ""
+    if needed and not carried:
+        error = "it is a CPU build, and this host builds for CUDA %s: export a CUDA build" % needed
+    elif carried and not needed:
+        error = ("it is a CUDA build for %s, and this host has no serving GPU: set llama_cpp_cuda_architectures: "
+                 '"%s" to install it here anyway' % (carried, carried))
+    elif _machine_code(needed) - _machine_code(carried):
+        error = "it carries machine code for %s, not for %s, which this host needs (for %s): build for \"%s\"" % (
+            carried, ", ".join(_in_order(_machine_code(needed) - _machine_code(carried))), needed,
+            ";".join(_in_order(_machine_code(needed) | _machine_code(carried))))
+    return {
+        "cuda_architectures": carried,
+        "cuda": bool(carried),
+        "cuda_host_compiler": dict(NO_HOST_COMPILER),
+        "cmake_args": list(stamp["cmake_args"]),
+        "stamp": dict(stamp),
+        "hash": short,
+        "name": name,
+        "install_dir": "%s/%s" % (str(prefix or "/opt/llama.cpp").rstrip("/"), name),
+        "nccl": str(stamp.get("nccl") or ""),
+        "error": error,
+    }
+
 # NCCL, for the cross-GPU reductions of split mode tensor: "selected at build time (-DGGML_CUDA_NCCL=ON, this is
 # the default) ... not automatically distributed with CUDA" (docs/multi-gpu.md at the pinned commit). NVIDIA
 # builds each NCCL release for several CUDA releases, named after "+cuda" in the package version
@@ -311,13 +387,13 @@ def nccl_wanted(setting: Any, cuda_build: bool, serving_gpus: int) -> Dict[str, 
     return {"wanted": setting, "required": setting, "error": ""}
 
 
-def nccl_versions(madison: str) -> List[str]:
+def nccl_versions(madison: str, package: str = "libnccl-dev") -> List[str]:
     """`apt-cache madison libnccl-dev` ("libnccl-dev | 2.21.5-1+cuda12.4 | https://... Packages") -> the versions
     NVIDIA built for a CUDA release, without repeats (a distribution's own build has no +cuda)."""
     found: List[str] = []
     for line in madison.splitlines():
         fields = [field.strip() for field in line.split("|")]
-        if len(fields) >= 2 and fields[0] == "libnccl-dev" and _NCCL_VERSION.match(fields[1]) \
+        if len(fields) >= 2 and fields[0] == package and _NCCL_VERSION.match(fields[1]) \
                 and fields[1] not in found:
             found.append(fields[1])
     return found
@@ -334,7 +410,8 @@ def _nccl_cuda(version: str) -> str:
 
 
 def nccl_choice(madison: str, installed: str, cuda_release: str, requested: str = "",
-                required: bool = True) -> Dict[str, Any]:
+                required: bool = True, asked_as: str = "llama_cpp_nccl_version",
+                package: str = "libnccl-dev") -> Dict[str, Any]:
     """The libnccl2/libnccl-dev version to hold and build against: {"version", "error", "warning"}.
 
     requested (llama_cpp_nccl_version) when the sources have it; else the installed one when it was built for the
@@ -346,23 +423,25 @@ def nccl_choice(madison: str, installed: str, cuda_release: str, requested: str 
     at sm_75 (common.mk): refused on a V100. cuda_release "" (no nvcc yet: check mode on a fresh host) chooses
     nothing. None for the major release is refused when NCCL is required (llama_cpp_nccl: true), else a warning:
     the build goes on without it, as llama.cpp's own does (a host whose apt sources carry no NCCL still gets its
-    server).
+    server). asked_as names where `requested` came from in the messages (an exported build's stamp); package is
+    the one madison and installed are of (an exported build needs libnccl2 only).
     """
-    available = nccl_versions(madison)
+    available = nccl_versions(madison, package)
     major = cuda_release.split(".")[0]
     if requested:
         if not _NCCL_VERSION.match(requested):
-            return {"version": "", "warning": "", "error": "llama_cpp_nccl_version=%s is not an NVIDIA NCCL package "
-                    "version such as 2.21.5-1+cuda12.4 (apt-cache madison libnccl-dev lists them)" % requested}
+            return {"version": "", "warning": "", "error": "%s=%s is not an NVIDIA NCCL package "
+                    "version such as 2.21.5-1+cuda12.4 (apt-cache madison libnccl-dev lists them)" % (asked_as, requested)}
         built_for = _nccl_cuda(requested)
         if built_for.split(".")[0] != (major or "12"):
-            return {"version": "", "warning": "", "error": "llama_cpp_nccl_version=%s was built for CUDA %s, and "
+            return {"version": "", "warning": "", "error": "%s=%s was built for CUDA %s, and "
                     "llama.cpp is built with CUDA %s: NCCL must come from the same major release (its CUDA 13 "
                     "builds carry no kernels for the V100's sm_70). Choose a +cuda%s.y version, or leave "
-                    "llama_cpp_nccl_version empty" % (requested, built_for, cuda_release or "12", major or "12")}
+                    "llama_cpp_nccl_version empty" % (asked_as, requested, built_for, cuda_release or "12",
+                                                      major or "12")}
         if requested not in available and requested != installed:
-            return {"version": "", "warning": "", "error": "llama_cpp_nccl_version=%s is not in this host's apt "
-                    "sources (they have: %s)" % (requested, ", ".join(available) or "none")}
+            return {"version": "", "warning": "", "error": "%s=%s is not in this host's apt "
+                    "sources (they have: %s)" % (asked_as, requested, ", ".join(available) or "none")}
         return {"version": requested, "warning": "", "error": ""}
     if not cuda_release:
         return {"version": "", "warning": "", "error": ""}

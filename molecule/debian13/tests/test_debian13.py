@@ -5,13 +5,19 @@ Real: Debian 13's apt and archive, its 550 driver (nvidia-graphics-drivers
 (nvidia-cuda-toolkit 12.4.131) and a llama.cpp built with that nvcc for sm_70.
 STANDS IN: the llama.cpp archive (the real tree at commit 0c1e57098, from the
 llama-cpp-python 0.3.36 sdist on PyPI, served on the container's own
-127.0.0.1:8767 for GitHub's). Not shown (no GPU, no kernel of the container's
+127.0.0.1:8767 for GitHub's). The build is exported to the controller for the
+second host. Not shown (no GPU, no kernel of the container's
 own): the module loading, llama-server on a device, serving.
 """
+import hashlib
 import json
+import os
 import re
 
 import pytest
+
+# The second host, which installs this one's export: test_debian13_runtime.py.
+testinfra_hosts = ["ansible://v100-debian13"]
 
 DRIVER = "550.163.01-2"
 TOOLKIT = "12.4.131~12.4.1-2"
@@ -101,3 +107,15 @@ def test_the_stamp_records_the_cuda_build(host):
 @pytest.mark.parametrize("folder", ["/var/cache/llama.cpp/llama.cpp-src", "/var/cache/llama.cpp/llama.cpp-build"])
 def test_the_build_folders_are_gone(host, folder):
     assert not host.file(folder).exists
+
+
+def test_the_build_is_exported_to_the_controller_with_its_sha256(host):
+    name = host.file(CURRENT).linked_to.rsplit("/", 1)[1]
+    exported = os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], "llama.cpp-export", name + ".tar.gz")
+    with open(exported, "rb") as archive:
+        digest = hashlib.sha256(archive.read()).hexdigest()
+    with open(exported + ".sha256", encoding="utf-8") as listed:
+        assert listed.read() == "%s  %s.tar.gz\n" % (digest, name)
+    # The host keeps the current export only, and nothing half-written.
+    assert host.check_output("ls /var/cache/llama.cpp/artifacts").split() == [name + ".tar.gz"]
+    assert host.file(f"/var/cache/llama.cpp/artifacts/{name}.tar.gz").sha256sum == digest
