@@ -22,6 +22,7 @@ import json
 import os
 import posixpath
 import re
+import stat
 import tarfile
 from typing import Any, Dict, List, Sequence, Tuple
 
@@ -124,10 +125,9 @@ def write_archive(install_dir: str, dest: str, built_on: Dict[str, str]) -> List
     BUILT_ON_FILE inside its folder; nothing, and the reasons, when the folder
     is not one that member_errors accepts."""
     top = os.path.basename(install_dir.rstrip("/"))
-    entries = list(_walk(install_dir, top))
-    errors = member_errors([(name, "dir" if os.path.isdir(path) and not os.path.islink(path)
-                             else "file" if os.path.isfile(path) and not os.path.islink(path) else "link or special file",
-                             os.lstat(path).st_mode) for path, name in entries])
+    # An install that came from an archive holds the build host's record: this host's replaces it.
+    entries = [(path, name) for path, name in _walk(install_dir, top) if name != "%s/%s" % (top, BUILT_ON_FILE)]
+    errors = member_errors([(name, _file_kind(os.lstat(path)), os.lstat(path).st_mode) for path, name in entries])
     if errors:
         return errors
     stamp_mtime = os.stat(os.path.join(install_dir, STAMP_FILE)).st_mtime
@@ -157,6 +157,15 @@ def write_archive(install_dir: str, dest: str, built_on: Dict[str, str]) -> List
     finally:
         os.close(directory)
     return []
+
+
+def _file_kind(status: os.stat_result) -> str:
+    """As _kind names an archive member: a file with several names would be archived as a hard link."""
+    if stat.S_ISDIR(status.st_mode):
+        return "dir"
+    if stat.S_ISREG(status.st_mode):
+        return "file" if status.st_nlink == 1 else "hard link"
+    return "symbolic link" if stat.S_ISLNK(status.st_mode) else "special file"
 
 
 def _owned_by_root(info: tarfile.TarInfo) -> tarfile.TarInfo:

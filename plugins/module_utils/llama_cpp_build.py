@@ -316,7 +316,8 @@ def artifact_plan(stamp: Any, folder: str, prefix: str, requested_architectures:
     would compile every kernel at each start (its cache aside), minutes for llama.cpp's, where a build for the
     architecture starts at once. A CUDA build on a host without serving GPUs is installed only when
     llama_cpp_cuda_architectures names its architectures (a second build host). Lists without numbers ("all",
-    "native") are not compared."""
+    "all-major", "native"), on either side, are not compared: where a toolkit is installed, cuobjdump checks the
+    binary after unpacking."""
     if not isinstance(stamp, Mapping) or stamp.get("format") != STAMP_FORMAT \
             or not all(key in stamp for key in ("version", "cuda_architectures", "cmake_args")):
         return {"error": "its %s is not a build stamp of this role's format %d (it was not exported by the "
@@ -340,7 +341,7 @@ def artifact_plan(stamp: Any, folder: str, prefix: str, requested_architectures:
     elif carried and not needed:
         error = ("it is a CUDA build for %s, and this host has no serving GPU: set llama_cpp_cuda_architectures: "
                  '"%s" to install it here anyway' % (carried, carried))
-    elif _machine_code(needed) - _machine_code(carried):
+    elif any(map(_NUMBERED_ENTRY.match, carried.split(";"))) and _machine_code(needed) - _machine_code(carried):
         error = "it carries machine code for %s, not for %s, which this host needs (for %s): build for \"%s\"" % (
             carried, ", ".join(_in_order(_machine_code(needed) - _machine_code(carried))), needed,
             ";".join(_in_order(_machine_code(needed) | _machine_code(carried))))

@@ -84,6 +84,17 @@ def test_the_same_install_exports_the_same_bytes_and_is_written_once(tmp_path):
     assert os.stat(first).st_mode & 0o777 == 0o644
 
 
+def test_a_host_that_installed_an_export_exports_it_again_with_its_own_record(tmp_path):
+    plan = _plan()
+    first = tmp_path / "first.tar.gz"
+    write_archive(str(_install(tmp_path / "build-host", plan)), str(first), TRIXIE)
+    with tarfile.open(first) as archive:
+        archive.extractall(tmp_path / "fleet-host", filter="data")
+    again = tmp_path / "again.tar.gz"
+    assert write_archive(str(tmp_path / "fleet-host" / plan["name"]), str(again), TRIXIE) == []
+    assert read_archive(str(again))["error"] == ""
+
+
 def test_earlier_exports_and_killed_writes_are_leftovers(tmp_path):
     for name in ("old-1234567890.tar.gz", "new-abcdef0123.tar.gz.partial", "new-abcdef0123.tar.gz", "notes"):
         (tmp_path / name).write_text("")
@@ -137,10 +148,12 @@ def test_a_crafted_archive_is_refused_when_read(tmp_path, extra, wanted):
 def test_an_install_with_a_link_or_an_open_file_is_not_exported(tmp_path):
     folder = _install(tmp_path / "prefix", _plan())
     (folder / "bin" / "libggml.so").symlink_to("libggml.so.0")
+    os.link(folder / "bin" / "llama-server", folder / "bin" / "llama-cli")
     (folder / "LICENSE").chmod(0o666)
     dest = tmp_path / "out.tar.gz"
     errors = write_archive(str(folder), str(dest), TRIXIE)
-    assert any("libggml.so is a link or special file" in error for error in errors), errors
+    assert any("libggml.so is a symbolic link" in error for error in errors), errors
+    assert any("llama-cli is a hard link" in error for error in errors), errors
     assert any("LICENSE has mode 0666" in error for error in errors), errors
     assert not dest.exists() and not (tmp_path / "out.tar.gz.partial").exists()
 
@@ -196,6 +209,8 @@ def test_a_folder_renamed_or_a_stamp_edited_after_the_export_is_refused():
     ("70", "", [], 'no serving GPU: set llama_cpp_cuda_architectures: "70"'),
     ("70", "70", [], ""),
     ("", "", [], ""),
+    ("all", "", [V100], ""),
+    ("70", "all-major", [V100], ""),
 ])
 def test_a_host_installs_a_build_only_with_machine_code_for_its_gpus(built_for, requested, gpus, wanted):
     plan = _plan(built_for)
