@@ -16,7 +16,6 @@ bytes and the same sha256.
 from __future__ import annotations
 
 import gzip
-import hashlib
 import io
 import json
 import os
@@ -26,13 +25,14 @@ import stat
 import tarfile
 from typing import Any, Dict, List, Sequence, Tuple
 
+from ansible.module_utils.model_sources import file_digest
+
 STAMP_FILE = "build-stamp.json"
 # Which distribution release built it (/etc/os-release), added to the archive only: a build links that
 # release's glibc, libstdc++ and OpenSSL.
 BUILT_ON_FILE = "built-on.json"
 SUFFIX = ".tar.gz"
 _SERVER = "bin/llama-server"
-_CHUNK = 1 << 20
 
 
 def member_errors(members: Sequence[Tuple[str, str, int]]) -> List[str]:
@@ -69,20 +69,12 @@ def _kind(member: tarfile.TarInfo) -> str:
         "symbolic link" if member.issym() else "hard link" if member.islnk() else "special file"
 
 
-def sha256_of(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(_CHUNK), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def read_archive(path: str) -> Dict[str, Any]:
     """{"sha256", "folder", "stamp", "error"} of an exported archive; "error"
     says why it cannot be installed (unreadable, or member_errors)."""
     result: Dict[str, Any] = {"sha256": "", "folder": "", "stamp": {}, "built_on": {}, "error": ""}
     try:
-        result["sha256"] = sha256_of(path)
+        result["sha256"] = file_digest(path)
         with tarfile.open(path, "r:gz") as archive:
             members = archive.getmembers()
             errors = member_errors([(member.name.rstrip("/"), _kind(member), member.mode) for member in members])

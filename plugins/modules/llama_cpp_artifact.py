@@ -46,7 +46,8 @@ sha256:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.llama_cpp_artifact import STAMP_FILE, is_current, leftovers, os_release, sha256_of, write_archive
+from ansible.module_utils.llama_cpp_artifact import STAMP_FILE, is_current, leftovers, os_release, write_archive
+from ansible.module_utils.model_sources import file_digest
 
 
 def main():
@@ -66,7 +67,7 @@ def main():
                 errors = write_archive(install_dir, path, os_release(release.read()))
             if errors:
                 module.fail_json(msg="%s cannot be exported: %s" % (install_dir, "; ".join(errors)))
-    module.exit_json(changed=bool(stale) or not current, sha256=sha256_of(path) if os.path.isfile(path) else "")
+    module.exit_json(changed=bool(stale) or not current, sha256=file_digest(path) if os.path.isfile(path) else "")
 
 
 if __name__ == "__main__":

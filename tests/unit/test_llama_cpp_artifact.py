@@ -20,10 +20,10 @@ from ansible.module_utils.llama_cpp_artifact import (
     member_errors,
     os_release,
     read_archive,
-    sha256_of,
     write_archive,
 )
 from ansible.module_utils.llama_cpp_build import artifact_plan, build_plan
+from ansible.module_utils.model_sources import file_digest
 
 from conftest import FIXTURES
 
@@ -57,7 +57,7 @@ def test_an_export_reads_back_with_its_folder_and_stamp_and_fits_a_v100_host(tmp
     assert write_archive(str(folder), str(dest), TRIXIE) == []
     read = read_archive(str(dest))
     assert read["error"] == "" and read["folder"] == plan["name"] and read["stamp"] == plan["stamp"]
-    assert read["sha256"] == sha256_of(str(dest)) and read["built_on"] == TRIXIE
+    assert read["sha256"] == file_digest(str(dest)) and read["built_on"] == TRIXIE
     installed = artifact_plan(read["stamp"], read["folder"], "/srv/llama", gpus=[V100], built_on=read["built_on"],
                               host_release=TRIXIE)
     assert installed["error"] == ""
@@ -72,7 +72,7 @@ def test_the_same_install_exports_the_same_bytes_and_is_written_once(tmp_path):
     for dest in (first, second):
         dest.parent.mkdir()
         write_archive(str(folder), str(dest), TRIXIE)
-    assert sha256_of(str(first)) == sha256_of(str(second))
+    assert file_digest(str(first)) == file_digest(str(second))
     assert is_current(str(folder), str(first))
     # A new install of that name (a rebuild after its stamp was withdrawn) is written again.
     os.utime(folder / STAMP_FILE, (os.stat(first).st_mtime + 10,) * 2)
