@@ -77,6 +77,8 @@ _VLLM = _Deferred("vllm_server_plan")
 _PIP = _Deferred("pip_options")
 _DEBIAN = _Deferred("debian_sources")
 _GPU_SERVICE = _Deferred("gpu_service")
+_CONFIG_FILES = _Deferred("config_files")
+_DPKG = _Deferred("dpkg_state")
 _RUN_LOCK = _Deferred("run_lock")
 _INITRAMFS = _Deferred("initramfs")
 _STAMPS = _Deferred("stamps")
@@ -247,8 +249,12 @@ class FilterModule:
             "read_stamp": _STAMPS.read_stamp,
             # argv | with_run_lock -> argv under flock(1) on the host's run lock (host_guard waits for it)
             "with_run_lock": _RUN_LOCK.with_run_lock,
-            # services | gpu_service_unit_files -> each timer unit file: the service + template + dest
-            "gpu_service_unit_files": _GPU_SERVICE.unit_files,
+            # dpkg-query status lines | dpkg_not_installed(names) -> the names not fully installed
+            "dpkg_not_installed": _DPKG.not_installed,
+            # items | config_files_per_item(path %-format, template, mode[, owner, group]) -> config_files entries
+            "config_files_per_item": _CONFIG_FILES.per_item,
+            # services | gpu_service_config_files(device_nodes) -> every folder and file, as config_files entries
+            "gpu_service_config_files": _GPU_SERVICE.config_files,
             # services | gpu_service_unwanted_restart_timers -> restart timer units no longer asked for
             "gpu_service_unwanted_restart_timers": _GPU_SERVICE.unwanted_restart_timers,
             # services | gpu_service_systemd_units(device_nodes) -> the units for unit_freshness, in start order

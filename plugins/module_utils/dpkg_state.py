@@ -93,3 +93,15 @@ def repair_plan(entries: List[Dict[str, object]], audit_text: str, updates_entri
                                                          names))
     return {"configure": configure, "reinstall": [] if error else reinstall, "remove": [] if error else remove,
             "reasons": reasons, "error": error, "needed": bool(configure or reinstall or remove)}
+
+
+def not_installed(status_text: str, wanted: List[str]) -> List[str]:
+    """The wanted packages dpkg-query's status lines do not show fully installed (status i, no error flag).
+
+    Read from `dpkg-query -W -f '${binary:Package} ${Version} ${db:Status-Abbrev}\\n' NAME...`, which prints
+    nothing for a name it does not know (a virtual package, one apt never installed): that name is missing too,
+    so apt is asked and decides. binary:Package carries the architecture only for Multi-Arch: same packages.
+    """
+    installed = {entry["name"].split(":")[0] for entry in parse_status(status_text)
+                 if entry["status"] == "i" and not entry["reinstreq"]}
+    return [name for name in wanted if name.split(":")[0] not in installed]

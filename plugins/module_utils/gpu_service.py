@@ -6,6 +6,7 @@ that writing, starting, restarting and retiring them cannot drift apart.
 from __future__ import annotations
 
 DEVICE_NODES_UNIT = "nvidia-device-nodes.service"
+SCRIPT_FOLDER = "/usr/local/libexec/v100-llm"
 HEALTH_FILES = ("health.service", "health.timer")
 RESTART_FILES = ("restart.service", "restart.timer")
 
@@ -15,10 +16,27 @@ def timer_files(service: dict) -> list:
     return list(HEALTH_FILES) + (list(RESTART_FILES) if service.get("restart_calendar") else [])
 
 
-def unit_files(services: list) -> list:
-    """Each timer unit file to write: the service's settings plus its template and destination."""
-    return [dict(service, template=name, dest="/etc/systemd/system/%s-%s" % (service["unit"], name))
-            for service in services for name in timer_files(service)]
+def config_files(services: list, device_nodes: bool) -> list:
+    """Every folder and file gpu_service writes, as config_files entries, in the order they are made.
+
+    Templates see the service as ``item``, as they did under a loop.
+    """
+    unit = "/etc/systemd/system/"
+    files = [{"path": SCRIPT_FOLDER, "state": "directory", "mode": "0755"},
+             # Run by the timers and by the servers' ExecStartPost (as their own users).
+             {"path": SCRIPT_FOLDER + "/service-health", "src": "service-health", "mode": "0755"}]
+    if device_nodes:
+        files.append({"path": unit + DEVICE_NODES_UNIT, "template": "nvidia-device-nodes.service.j2", "mode": "0644"})
+    # Shared by every GPU service; the unit name is the instance (%i).
+    files.append({"path": unit + "v100-llm-failed@.service", "template": "failed.service.j2", "mode": "0644"})
+    for service in services:
+        drop_ins = "%s%s.service.d" % (unit, service["unit"])
+        files += [{"path": drop_ins, "state": "directory", "mode": "0755"},
+                  {"path": drop_ins + "/gpu-sandbox.conf", "template": "gpu-sandbox.conf.j2",
+                   "vars": {"item": service}, "mode": "0644"}]
+        files += [{"path": "%s%s-%s" % (unit, service["unit"], name), "template": name + ".j2",
+                   "vars": {"item": service}, "mode": "0644"} for name in timer_files(service)]
+    return files
 
 
 def unwanted_restart_timers(services: list) -> list:

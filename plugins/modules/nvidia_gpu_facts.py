@@ -100,6 +100,10 @@ ansible_facts:
       returned: always
       type: list
       elements: dict
+    nvidia_nouveau_loaded:
+      description: The nouveau module is loaded (C(/sys/module/nouveau)), so the NVIDIA driver cannot bind the GPUs.
+      returned: always
+      type: bool
     nvidia_gpu_count:
       description:
         - Number of items in C(nvidia_gpus), display cards and GPUs the driver does not
@@ -237,6 +241,8 @@ def main() -> None:
         module.params["lspci_path"] or module.get_bin_path("lspci"),
         module.params["nvidia_smi_path"] or module.get_bin_path("nvidia-smi"),
     )
+    # The driver cannot bind GPUs nouveau holds (blacklisted modules stay loaded until a reboot).
+    facts["nvidia_nouveau_loaded"] = os.path.isdir("/sys/module/nouveau")
     module.exit_json(changed=False, ansible_facts=facts)
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from conftest import FIXTURES
 
-from ansible.module_utils.dpkg_state import parse_status, pending_journal, present, repair_plan
+from ansible.module_utils.dpkg_state import not_installed, parse_status, pending_journal, present, repair_plan
 from ansible.module_utils.run_lock import RUN_LOCK, lock_holders, with_run_lock
 
 DEBIAN12 = FIXTURES / "debian12"
@@ -71,3 +71,14 @@ def test_a_held_package_left_half_installed_is_reinstalled():
     plan = repair_plan(entries, "", [], {"nvidia-kernel-dkms=550.163.01-1": True})
     assert plan["reinstall"] == ["nvidia-kernel-dkms=550.163.01-1"] and plan["remove"] == [] and plan["configure"]
     assert "libcuda1:amd64 550.163.01-1 is unpacked" in plan["reasons"]
+
+
+def test_only_fully_installed_packages_are_not_asked_of_apt():
+    # dpkg-query -W -f '${binary:Package} ${Version} ${db:Status-Abbrev}\n' ccache cmake libgomp1 g++ foo
+    # (the demo container's answer, trimmed; foo unknown to dpkg prints nothing).
+    status = ("ccache 4.8+really4.7.5-1 ii \n"
+              "cmake 3.25.1-1 rc \n"
+              "libgomp1:amd64 12.2.0-14 ii \n"
+              "g++ 4:12.2.0-3 iF \n")
+    assert not_installed(status, ["ccache", "cmake", "libgomp1", "g++", "foo"]) == ["cmake", "g++", "foo"]
+    assert not_installed("", ["ccache"]) == ["ccache"]
