@@ -100,8 +100,11 @@ def not_installed(status_text: str, wanted: List[str]) -> List[str]:
 
     Read from `dpkg-query -W -f '${binary:Package} ${Version} ${db:Status-Abbrev}\\n' NAME...`, which prints
     nothing for a name it does not know (a virtual package, one apt never installed): that name is missing too,
-    so apt is asked and decides. binary:Package carries the architecture only for Multi-Arch: same packages.
+    so apt is asked and decides. A Multi-Arch: same package is listed once per architecture dpkg knows it for
+    (libgomp1:amd64, libgomp1:i386); a name counts as installed only when each of them is, so a foreign
+    architecture's copy never stands in for the native one (at worst apt is asked for nothing).
     """
-    installed = {entry["name"].split(":")[0] for entry in parse_status(status_text)
-                 if entry["status"] == "i" and not entry["reinstreq"]}
-    return [name for name in wanted if name.split(":")[0] not in installed]
+    states: Dict[str, List[bool]] = {}
+    for entry in parse_status(status_text):
+        states.setdefault(entry["name"].split(":")[0], []).append(entry["status"] == "i" and not entry["reinstreq"])
+    return [name for name in wanted if not states.get(name) or not all(states[name])]

@@ -29,7 +29,9 @@ options:
         type: str
         required: true
       state:
-        description: C(file) or C(directory). A missing folder's missing parents are made C(0755), root's.
+        description: >-
+          C(file) or C(directory). A missing folder's missing parents are made C(0755), root's, whatever the
+          umask. A link to a folder stands for the folder, as with M(ansible.builtin.file).
         type: str
         choices: [file, directory]
         default: file
@@ -77,7 +79,9 @@ EXAMPLES = r"""
 
 RETURN = r"""
 files:
-  description: Each entry's path and what was (or in check mode would be) done to it (create, write, chown, chmod).
+  description: >-
+    Each entry's path and what was (or in check mode would be) done to it (create, write, chown, chmod; clean:
+    temporary copies a killed run left beside the file were removed).
   returned: always
   type: list
   sample: [{"path": "/etc/modprobe.d/blacklist-nouveau.conf", "actions": []}]
@@ -86,19 +90,26 @@ files:
 import grp
 import os
 import pwd
+import re
 import stat
 import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.config_files import actions, entry_errors, found_kind
 
+# tempfile.mkstemp's random part: eight letters, digits or underscores.
+TEMPORARY_SUFFIX = r"[a-z0-9_]{8}"
 
-def look(path: str) -> dict | None:
-    """What is at path now (lstat; a regular file's bytes too)."""
+
+def look(path: str, state: str) -> dict | None:
+    """What is at path now (lstat; a regular file's bytes too). A link to a folder counts as the folder where a
+    folder is wanted, as with the file module (an admin's link to a secrets volume)."""
     try:
         info = os.lstat(path)
     except FileNotFoundError:
         return None
+    if state == "directory" and stat.S_ISLNK(info.st_mode) and os.path.isdir(path):
+        info = os.stat(path)
     kind = found_kind(info.st_mode)
     found = {"kind": kind, "mode": stat.S_IMODE(info.st_mode), "uid": info.st_uid, "gid": info.st_gid}
     if kind == "file":
@@ -123,6 +134,16 @@ def wanted_of(entry: dict, check_mode: bool) -> tuple:
     return wanted, None
 
 
+def leftovers(path: str) -> list:
+    """Temporary copies write_file left beside path when its run was killed before the rename."""
+    folder, name = os.path.split(path)
+    pattern = re.compile(re.escape(".%s." % name) + TEMPORARY_SUFFIX)
+    try:
+        return sorted(os.path.join(folder, entry) for entry in os.listdir(folder) if pattern.fullmatch(entry))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
 def write_file(path: str, wanted: dict) -> None:
     """The whole file beside the old one, flushed, then renamed over it."""
     folder, name = os.path.split(path)
@@ -141,13 +162,22 @@ def write_file(path: str, wanted: dict) -> None:
         raise
 
 
+def make_parents(folder: str) -> None:
+    """Missing folders above a new one: root's, 0755 whatever the umask (a 0750 /usr/local/libexec would keep
+    the service users from their health script)."""
+    if os.path.isdir(folder):
+        return
+    make_parents(os.path.dirname(folder))
+    os.mkdir(folder)
+    os.chown(folder, 0, 0)
+    os.chmod(folder, 0o755)
+
+
 def apply(path: str, wanted: dict, steps: list) -> None:
     """Carry out the steps actions() chose."""
     if wanted["state"] == "directory":
         if "create" in steps:
-            parent = os.path.dirname(path)
-            if not os.path.isdir(parent):
-                os.makedirs(parent, mode=0o755)
+            make_parents(os.path.dirname(path))
             os.mkdir(path, wanted["mode"])
             steps = ["chown", "chmod"]  # mkdir's mode passes through the umask
         if "chown" in steps:
@@ -155,6 +185,8 @@ def apply(path: str, wanted: dict, steps: list) -> None:
         if "chmod" in steps:
             os.chmod(path, wanted["mode"])
         return
+    for temporary in leftovers(path):
+        os.unlink(temporary)
     if "create" in steps or "write" in steps:
         write_file(path, wanted)
         return
@@ -220,11 +252,18 @@ def main() -> None:
         if error:
             errors.append(error)
             continue
-        found = look(entry["path"])
         try:
-            plans.append((entry, wanted, found, actions(wanted, found)))
+            found = look(entry["path"], entry["state"])
+            steps = actions(wanted, found)
         except ValueError as refused:
             errors.append("%s: %s" % (entry["path"], refused))
+            continue
+        except OSError as unreadable:
+            errors.append("%s: cannot be read (%s)" % (entry["path"], unreadable.strerror or unreadable))
+            continue
+        if entry["state"] == "file" and leftovers(entry["path"]):
+            steps = steps + ["clean"]
+        plans.append((entry, wanted, found, steps))
     if errors:
         module.fail_json(msg="Nothing was changed: " + "; ".join(errors))
 

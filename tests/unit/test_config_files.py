@@ -74,7 +74,7 @@ def apply_entry(path, content=None, mode="0644", state="file"):
     want = {"state": state, "mode": int(mode, 8), "uid": UID, "gid": GID}
     if content is not None:
         want["content"] = content.encode()
-    steps = actions(want, module.look(entry["path"]))
+    steps = actions(want, module.look(entry["path"], state))
     module.apply(entry["path"], want, steps)
     return steps
 
@@ -119,3 +119,37 @@ def test_the_diff_shows_content_or_attributes():
     assert (written["before"], written["after"]) == ("old\n", "new\n")
     chmodded = module.diff_of(dict(entry, content="old\n"), dict(there, mode=0o600), ["chmod"])
     assert "0600" in chmodded["before"] and "0644" in chmodded["after"]
+
+
+def test_missing_parents_are_0755_whatever_the_umask(tmp_path, monkeypatch):
+    monkeypatch.setattr(module.os, "chown", lambda *args: None)  # root's only when run as root
+    old = os.umask(0o027)
+    try:
+        assert apply_entry(tmp_path / "libexec" / "v100-llm", mode="0755", state="directory") == ["create"]
+    finally:
+        os.umask(old)
+    assert oct((tmp_path / "libexec").stat().st_mode & 0o777) == "0o755"
+    assert oct((tmp_path / "libexec" / "v100-llm").stat().st_mode & 0o777) == "0o755"
+
+
+def test_a_link_to_a_folder_stands_for_the_folder(tmp_path):
+    volume = tmp_path / "secrets-volume"
+    volume.mkdir(mode=0o750)
+    link = tmp_path / "llama-server"
+    link.symlink_to(volume)
+    assert apply_entry(link, mode="0750", state="directory") == []
+    assert apply_entry(link, mode="0700", state="directory") == ["chmod"]
+    assert link.is_symlink() and oct(volume.stat().st_mode & 0o777) == "0o700"
+
+
+def test_copies_a_killed_run_left_are_found_and_removed(tmp_path):
+    target = tmp_path / "chat.key"
+    target.write_text("key\n")
+    left = tmp_path / ".chat.key.k2j_x9ab"
+    left.write_text("key\n")
+    (tmp_path / ".chat.key.not-ours-because-long").write_text("")
+    assert module.leftovers(str(target)) == [str(left)]
+    assert apply_entry(target, "key\n", mode=oct(target.stat().st_mode & 0o777).replace("0o", "0")) == []
+    module.apply(str(target), {"state": "file", "mode": 0o644, "uid": UID, "gid": GID, "content": b"key\n"},
+                 ["clean"])
+    assert not left.exists() and module.leftovers(str(target)) == []

@@ -82,3 +82,6 @@ def test_only_fully_installed_packages_are_not_asked_of_apt():
               "g++ 4:12.2.0-3 iF \n")
     assert not_installed(status, ["ccache", "cmake", "libgomp1", "g++", "foo"]) == ["cmake", "g++", "foo"]
     assert not_installed("", ["ccache"]) == ["ccache"]
+    # An i386 copy installed beside a removed amd64 one does not count.
+    assert not_installed("libgomp1:amd64 12.2.0-14 rc \nlibgomp1:i386 12.2.0-14 ii \n", ["libgomp1"]) == ["libgomp1"]
+    assert not_installed("libgomp1:amd64 12.2.0-14 hi \n", ["libgomp1"]) == []
