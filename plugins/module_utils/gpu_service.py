@@ -5,6 +5,8 @@ that writing, starting, restarting and retiring them cannot drift apart.
 """
 from __future__ import annotations
 
+from ansible.module_utils.config_files import per_item
+
 DEVICE_NODES_UNIT = "nvidia-device-nodes.service"
 SCRIPT_FOLDER = "/usr/local/libexec/v100-llm"
 HEALTH_FILES = ("health.service", "health.timer")
@@ -30,12 +32,10 @@ def config_files(services: list, device_nodes: bool) -> list:
     # Shared by every GPU service; the unit name is the instance (%i).
     files.append({"path": unit + "v100-llm-failed@.service", "template": "failed.service.j2", "mode": "0644"})
     for service in services:
-        drop_ins = "%s%s.service.d" % (unit, service["unit"])
-        files += [{"path": drop_ins, "state": "directory", "mode": "0755"},
-                  {"path": drop_ins + "/gpu-sandbox.conf", "template": "gpu-sandbox.conf.j2",
-                   "vars": {"item": service}, "mode": "0644"}]
-        files += [{"path": "%s%s-%s" % (unit, service["unit"], name), "template": name + ".j2",
-                   "vars": {"item": service}, "mode": "0644"} for name in timer_files(service)]
+        files.append({"path": "%s%s.service.d" % (unit, service["unit"]), "state": "directory", "mode": "0755"})
+        files += per_item([service], unit + "%(unit)s.service.d/gpu-sandbox.conf", "gpu-sandbox.conf.j2", "0644")
+        for name in timer_files(service):
+            files += per_item([service], unit + "%(unit)s-" + name, name + ".j2", "0644")
     return files
 
 

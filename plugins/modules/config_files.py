@@ -185,8 +185,9 @@ def apply(path: str, wanted: dict, steps: list) -> None:
         if "chmod" in steps:
             os.chmod(path, wanted["mode"])
         return
-    for temporary in leftovers(path):
-        os.unlink(temporary)
+    if "clean" in steps:
+        for temporary in leftovers(path):
+            os.unlink(temporary)
     if "create" in steps or "write" in steps:
         write_file(path, wanted)
         return
