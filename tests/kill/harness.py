@@ -93,9 +93,17 @@ SETTINGS = {
 # ends it, however late the cut comes on a loaded machine).
 DKMS_STARTED = "/var/lib/v100-test/dkms-started"
 DKMS_HOLD = "/run/v100-test/hold-dkms"
-# Without a power cut the held step is let go this long after the kill: the
-# repair run then finds apt still running and must wait for it.
-DKMS_RELEASE_AFTER_KILL = 45
+# Points whose step, left running by the killed run, would end within
+# seconds here (the build compiles through a warm cache, the download comes
+# from a local server), where on a real host it takes minutes: the callback
+# stops (SIGSTOP) what holds the host's run lock as the controller dies, so
+# the step is still running, and holding the lock, when the repair starts.
+STOPPED_AT_KILL = ("llama.cpp build (cmake keeps running)", "model download at half (it keeps running)")
+RUN_LOCK = "/run/lock/v100-llm.lock"  # plugins/module_utils/run_lock.py
+# Without a power cut a held step (DKMS_HOLD, STOPPED_AT_KILL) is let go this
+# long after the kill: the repair run then finds it still running and must
+# wait for it.
+HELD_AFTER_KILL = 30
 # No playbook run here takes this long; one that does is stuck.
 PLAYBOOK_TIMEOUT = 1800
 # Started first, so that the longest jobs do not end the run alone on one core.
@@ -225,9 +233,10 @@ class Host:
         extra.write_text(json.dumps(settings))
         env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"))
         if kill:
-            task, after, power = kill
+            task, after, power, stopped = kill
             env.update(ANSIBLE_CALLBACK_PLUGINS=str(HERE / "callback_plugins"), ANSIBLE_CALLBACKS_ENABLED="kill_at",
                        KILL_AT_TASK=task, KILL_CONTAINER=self.box, KILL_POWER="1" if power else "",
+                       KILL_STOP_LOCK_HOLDERS=stopped,
                        **({"KILL_WHEN_FILE": after} if isinstance(after, str) else {"KILL_AFTER": str(after)}))
         started = time.monotonic()
         # Output to a file. What the workers started on the host (apt, cmake, a
@@ -298,11 +307,13 @@ class Host:
             if after == DKMS_STARTED:
                 sh("docker", "exec", self.box, "sh", "-c", "mkdir -p %s && touch %s" % (os.path.dirname(DKMS_HOLD),
                                                                                          DKMS_HOLD))
-            rc, _, took, _ = self.playbook(setting, kill=(task, after, power))
-            if after == DKMS_STARTED and not power:
-                # apt keeps running in dpkg's configure step until then (a power cut ends it instead).
-                threading.Timer(DKMS_RELEASE_AFTER_KILL, sh, ("docker", "exec", self.box, "rm", "-f", DKMS_HOLD),
-                                {"check": False}).start()
+            stopped = name in STOPPED_AT_KILL
+            rc, _, took, _ = self.playbook(setting, kill=(task, after, power, RUN_LOCK if stopped else ""))
+            if not power and (after == DKMS_STARTED or stopped):
+                # apt keeps running in dpkg's configure step, or the stopped step stays, until then (a power cut
+                # ends it instead). SIGCONT to every process: only the stopped ones notice.
+                let_go = ["rm", "-f", DKMS_HOLD] if after == DKMS_STARTED else ["kill", "-CONT", "-1"]
+                threading.Timer(HELD_AFTER_KILL, sh, ("docker", "exec", self.box, *let_go), {"check": False}).start()
             killed = "%s at %r %s after %.0fs (rc %s)" % (
                 "power cut" if power else "SIGKILL", task, "once %s exists" % after if isinstance(after, str)
                 else "+%ds" % after, took, rc)

@@ -6,6 +6,9 @@ KILL_WHEN_FILE: instead of seconds, wait until this path exists in KILL_CONTAINE
     host has reached, e.g. a maintainer script that has started).
 KILL_CONTAINER: the container the play runs against. KILL_POWER=1: `docker kill` it as well (a
     power cut), in a process of its own so that the controller dies at once.
+KILL_STOP_LOCK_HOLDERS: a lock file on the host (the run lock): first stop (SIGSTOP) the processes
+    holding it, once one does (within 60 s), so that the step stays running, holding the lock,
+    until the harness lets it go (SIGCONT).
 The controller and its forked workers (which Ansible puts in sessions of their
 own) die with SIGKILL, as in a crash of the controller's machine: no handler,
 no cleanup, no "PLAY RECAP". What a worker already started on the host (apt,
@@ -30,7 +33,8 @@ DOCUMENTATION = r"""
 name: kill_at
 type: aggregate
 short_description: SIGKILL the controller (and optionally power off a container) at a named task
-description: Test harness only (tests/kill). Reads KILL_AT_TASK, KILL_AFTER, KILL_WHEN_FILE, KILL_CONTAINER, KILL_POWER.
+description: Test harness only (tests/kill). Reads KILL_AT_TASK, KILL_AFTER, KILL_WHEN_FILE, KILL_CONTAINER, KILL_POWER,
+  KILL_STOP_LOCK_HOLDERS.
 """
 
 
@@ -53,20 +57,43 @@ def _descendants(pid):
 
 
 def _settings():
-    """_die's arguments from KILL_AFTER, KILL_WHEN_FILE, KILL_CONTAINER and KILL_POWER."""
+    """_die's arguments from KILL_AFTER, KILL_WHEN_FILE, KILL_CONTAINER, KILL_POWER and KILL_STOP_LOCK_HOLDERS."""
     return {"after": float(os.environ.get("KILL_AFTER", "0") or 0), "when_file": os.environ.get("KILL_WHEN_FILE", ""),
-            "container": os.environ.get("KILL_CONTAINER", ""), "power": os.environ.get("KILL_POWER", "") == "1"}
+            "container": os.environ.get("KILL_CONTAINER", ""), "power": os.environ.get("KILL_POWER", "") == "1",
+            "lock": os.environ.get("KILL_STOP_LOCK_HOLDERS", "")}
 
 
-def _die(controller, after, when_file, container, power):
-    """Wait `after` seconds or for `when_file` in `container`, then SIGKILL the controller and what it forked."""
+# Run in the container with the lock's path: SIGSTOP to the processes that hold it (not those waiting for it,
+# marked "->" in /proc/locks); exits 1 while none does.
+_STOP_LOCK_HOLDERS = r"""
+import os, re, signal, sys
+inode = os.stat(sys.argv[1]).st_ino
+locks = open("/proc/locks").read()
+holders = {int(pid) for pid, held in re.findall(r"^\d+: \S+\s+\S+\s+\S+\s+(\d+) \w+:\w+:(\d+) ", locks, re.M)
+           if int(held) == inode and int(pid) > 0}
+for pid in holders:
+    os.kill(pid, signal.SIGSTOP)
+sys.exit(0 if holders else 1)
+"""
+
+
+def _until(seconds, argv, **kwargs):
+    """Run argv until it succeeds, at most `seconds` long."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and subprocess.run(argv, check=False, stdout=subprocess.DEVNULL,
+                                                         stderr=subprocess.DEVNULL, **kwargs).returncode:
+        time.sleep(0.5)
+
+
+def _die(controller, after, when_file, container, power, lock):
+    """Wait `after` seconds or for `when_file` in `container`, stop the holders of `lock` there, then SIGKILL the
+    controller and what it forked."""
     if when_file:
-        deadline = time.monotonic() + 600
-        while time.monotonic() < deadline and subprocess.run(
-                ["docker", "exec", container, "test", "-e", when_file], check=False).returncode:
-            time.sleep(0.5)
+        _until(600, ["docker", "exec", container, "test", "-e", when_file])
     else:
         time.sleep(after)
+    if lock:
+        _until(60, ["docker", "exec", "-i", container, "python3", "-", lock], input=_STOP_LOCK_HOLDERS.encode())
     doomed = [pid for pid in _descendants(controller) if pid != os.getpid()]
     if power:
         subprocess.Popen(["docker", "kill", container], stdout=subprocess.DEVNULL,
