@@ -7,8 +7,8 @@ KILL_WHEN_FILE: instead of seconds, wait until this path exists in KILL_CONTAINE
 KILL_CONTAINER: the container the play runs against. KILL_POWER=1: `docker kill` it as well (a
     power cut), in a process of its own so that the controller dies at once.
 KILL_STOP_LOCK_HOLDERS: a lock file on the host (the run lock): first stop (SIGSTOP) the processes
-    holding it, once one does (within 60 s), so that the step stays running, holding the lock,
-    until the harness lets it go (SIGCONT).
+    holding it and what they started, once one does (within 60 s), so that the step stays running,
+    holding the lock, until the harness lets go (SIGCONT) the pids listed in STOPPED there.
 The controller and its forked workers (which Ansible puts in sessions of their
 own) die with SIGKILL, as in a crash of the controller's machine: no handler,
 no cleanup, no "PLAY RECAP". What a worker already started on the host (apt,
@@ -21,6 +21,7 @@ the worker and wait for the worker's end, i.e. for the task it should cut.
 """
 from __future__ import annotations
 
+import inspect
 import os
 import signal
 import subprocess
@@ -28,6 +29,9 @@ import sys
 import time
 
 from ansible.plugins.callback import CallbackBase
+
+# On the host: the pids KILL_STOP_LOCK_HOLDERS stopped (on /run, so a power cut forgets them with the processes).
+STOPPED = "/run/v100-test/stopped-at-kill"
 
 DOCUMENTATION = r"""
 name: kill_at
@@ -64,16 +68,24 @@ def _settings():
 
 
 # Run in the container with the lock's path: SIGSTOP to the processes that hold it (not those waiting for it,
-# marked "->" in /proc/locks); exits 1 while none does.
-_STOP_LOCK_HOLDERS = r"""
-import os, re, signal, sys
-inode = os.stat(sys.argv[1]).st_ino
-locks = open("/proc/locks").read()
-holders = {int(pid) for pid, held in re.findall(r"^\d+: \S+\s+\S+\s+\S+\s+(\d+) \w+:\w+:(\d+) ", locks, re.M)
-           if int(held) == inode and int(pid) > 0}
-for pid in holders:
-    os.kill(pid, signal.SIGSTOP)
-sys.exit(0 if holders else 1)
+# marked "->" in /proc/locks) and to what they started (flock(1) holds it for cmake, make and the compilers),
+# parents first; their pids go to the file named second, for the harness to let go. Exits 1 while none holds it.
+_STOP_LOCK_HOLDERS = "import os\n" + inspect.getsource(_descendants) + r"""
+import re, signal, sys
+st = os.stat(sys.argv[1])
+lock = "%02x:%02x:%d" % (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino)
+holders = [int(pid) for pid, held in re.findall(r"^\d+: \S+\s+\S+\s+\S+\s+(\d+) (\w+:\w+:\d+) ",
+                                                open("/proc/locks").read(), re.M) if held == lock and int(pid) > 0]
+stopped = [pid for holder in holders for pid in [holder] + _descendants(holder)]
+for pid in stopped:
+    try:
+        os.kill(pid, signal.SIGSTOP)
+    except ProcessLookupError:
+        pass
+os.makedirs(os.path.dirname(sys.argv[2]), exist_ok=True)
+with open(sys.argv[2], "w") as out:
+    out.write(" ".join(map(str, stopped)))
+sys.exit(0 if stopped else 1)
 """
 
 
@@ -93,7 +105,8 @@ def _die(controller, after, when_file, container, power, lock):
     else:
         time.sleep(after)
     if lock:
-        _until(60, ["docker", "exec", "-i", container, "python3", "-", lock], input=_STOP_LOCK_HOLDERS.encode())
+        _until(60, ["docker", "exec", "-i", container, "python3", "-", lock, STOPPED],
+               input=_STOP_LOCK_HOLDERS.encode())
     doomed = [pid for pid in _descendants(controller) if pid != os.getpid()]
     if power:
         subprocess.Popen(["docker", "kill", container], stdout=subprocess.DEVNULL,
