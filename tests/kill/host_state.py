@@ -33,6 +33,7 @@ OWNED = ["/etc/systemd/system/llama-server-*", "/etc/systemd/system/llama-server
          "/opt/vllm/*/install-stamp.json", "/opt/vllm/wheels/*"]
 DRIVER_PACKAGES = r"^(nvidia|libnvidia|libcuda|firmware-nvidia|cuda|linux-headers)"
 LEFTOVERS = ["/srv/models/.partial/*", "/var/cache/llama.cpp/llama.cpp-src", "/var/cache/llama.cpp/llama.cpp-build",
+             "/var/cache/llama.cpp/llama.cpp-tree",
              "/var/cache/llama.cpp/git/.git/index.lock"]
 
 

@@ -104,9 +104,10 @@ def test_the_stamp_records_the_cuda_build(host):
         assert argument in stamp["cmake_args"], argument
 
 
-@pytest.mark.parametrize("folder", ["/var/cache/llama.cpp/llama.cpp-src", "/var/cache/llama.cpp/llama.cpp-build"])
+@pytest.mark.parametrize("folder", ["/var/cache/llama.cpp/llama.cpp-src", "/var/cache/llama.cpp/llama.cpp-build",
+                                    "/var/cache/llama.cpp/llama.cpp-tree"])
 def test_the_build_folders_are_gone(host, folder):
-    assert not host.file(folder).exists
+    assert not host.file(folder).exists and not host.file(folder).is_symlink
 
 
 def test_the_build_is_exported_to_the_controller_with_its_sha256(host):

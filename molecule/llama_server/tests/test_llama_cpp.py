@@ -90,7 +90,7 @@ def test_the_download_was_checked_and_the_temporary_folders_removed(host):
     archive = f"/var/cache/llama.cpp/downloads/llama.cpp-{stamp['source_sha256']}.archive"
     assert host.file(archive).is_file
     assert host.check_output(f"sha256sum {archive}").split()[0] == stamp["source_sha256"]
-    left = host.run("ls -d /var/cache/llama.cpp/*src* /var/cache/llama.cpp/*build* 2>/dev/null")
+    left = host.run("ls -d /var/cache/llama.cpp/*src* /var/cache/llama.cpp/*build* /var/cache/llama.cpp/*tree* 2>/dev/null")
     assert left.stdout.strip() == ""
 
 
@@ -99,5 +99,5 @@ def test_ccache_was_used(host):
     role's build folder: the build went through ccache."""
     assert host.file("/usr/bin/ccache").exists
     compiled = [line for line in host.file("/var/log/ccache-stats.log").content_string.splitlines()
-                if line.startswith("# /var/cache/llama.cpp/llama.cpp-src/")]
+                if line.startswith("# /var/cache/llama.cpp/llama.cpp-tree/")]
     assert len(compiled) > 20, compiled
