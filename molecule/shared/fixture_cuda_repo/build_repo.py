@@ -231,15 +231,14 @@ def driver_packages(version: str, smi: str) -> list[Package]:
             conflicts=["nvidia-kernel-open-dkms"],
             # The real postinst runs `dkms install`, minutes of compiling during
             # dpkg's configure step. The kill harness (tests/kill) cuts the power
-            # there: it writes how long this stand-in's configure takes, waits
-            # for the marker that says the step has started, and holds the step
-            # until the power cut (the hold is on /run, which a power cut empties;
-            # at most 15 minutes, should the cut never come).
+            # there: on its hosts (/etc/v100-test/mark-dkms-step) this stand-in
+            # leaves a marker that says the step has started, and holds the step
+            # while the harness asks (the hold is on /run, which a power cut
+            # empties; at most 15 minutes, should the cut never come).
             postinst=(
                 "#!/bin/sh\nset -e\n"
-                "if [ \"$1\" = configure ] && [ -r /etc/v100-test/dkms-seconds ]; then\n"
+                "if [ \"$1\" = configure ] && [ -e /etc/v100-test/mark-dkms-step ]; then\n"
                 "  mkdir -p /var/lib/v100-test && touch /var/lib/v100-test/dkms-started\n"
-                "  sleep \"$(cat /etc/v100-test/dkms-seconds)\"\n"
                 "  held=0\n"
                 "  while [ -e /run/v100-test/hold-dkms ] && [ $held -lt 900 ]; do sleep 1; held=$((held + 1)); done\nfi\n"
             ),
