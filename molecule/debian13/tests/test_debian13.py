@@ -4,9 +4,9 @@ Real: Debian 13's apt and archive, its 550 driver (nvidia-graphics-drivers
 550.163.01) with the DKMS module built for Debian 13's kernel, its CUDA 12.4.1
 (nvidia-cuda-toolkit 12.4.131) and a llama.cpp built with that nvcc for sm_70.
 STANDS IN: the optimization levels of that build (cicc -O1 and g++ -O1
-instead of a user's defaults: molecule.yml); the llama.cpp archive (the real tree at commit 0c1e57098, from the
-llama-cpp-python 0.3.36 sdist on PyPI, served on the container's own
-127.0.0.1:8767 for GitHub's). The build is exported to the controller for the
+instead of a user's defaults: molecule.yml); the llama.cpp archive (the real
+tree at commit 0c1e57098, from the llama-cpp-python 0.3.36 sdist on PyPI,
+served on the container's own 127.0.0.1:8767 for GitHub's). The build is exported to the controller for the
 second host. Not shown (no GPU, no kernel of the container's
 own): the module loading, llama-server on a device, serving.
 """
