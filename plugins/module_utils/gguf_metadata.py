@@ -286,7 +286,9 @@ def model_summary(gguf: Dict[str, Any]) -> Dict[str, Any]:
     A per-layer list (some hybrid models) is reduced to its largest entry here;
     the whole list of KV heads per layer (0 for a layer without attention) is
     in kv_heads_per_layer, and sliding_window / sliding_window_pattern are the
-    raw sliding-window keys (memory_plan.kv_layout reads them).
+    raw sliding-window keys; full_attention_interval, recurrent_layers,
+    nextn_predict_layers and ssm the raw keys of hybrid attention/recurrent
+    models (memory_plan.kv_layout reads them).
     """
     metadata = gguf["metadata"]
     architecture = metadata.get("general.architecture")
@@ -322,6 +324,11 @@ def model_summary(gguf: Dict[str, Any]) -> Dict[str, Any]:
         "kv_heads_per_layer": _per_layer(metadata.get("%s.attention.head_count_kv" % architecture)),
         "sliding_window": metadata.get("%s.attention.sliding_window" % architecture),
         "sliding_window_pattern": metadata.get("%s.attention.sliding_window_pattern" % architecture),
+        "full_attention_interval": metadata.get("%s.full_attention_interval" % architecture),
+        "recurrent_layers": _per_layer(metadata.get("%s.attention.recurrent_layers" % architecture)),
+        "nextn_predict_layers": metadata.get("%s.nextn_predict_layers" % architecture),
+        "ssm": {name: metadata.get("%s.ssm.%s" % (architecture, name))
+                for name in ("conv_kernel", "inner_size", "state_size", "group_count")},
     }
 
 

@@ -41,7 +41,7 @@ LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
 INSTANCE_KEYS = frozenset((
     "name", "model", "port", "host", "gpus", "ctx_size", "parallel", "kv_cache_type", "cache_type_k",
     "cache_type_v", "split_mode", "tensor_split", "gpu_layers", "flash_attention", "kv_unified", "batch_size",
-    "ubatch_size", "extra_args", "restart_schedule", "api_key", "environment",
+    "ubatch_size", "extra_args", "restart_schedule", "api_key", "environment", "prompt_cache_mib",
 ))
 AUTO = "auto"
 # Flags the role sets from instance keys; in extra_args they would contradict
@@ -61,7 +61,16 @@ ROLE_FLAGS = {
     "--webui": "llama_server_webui", "--no-webui": "llama_server_webui",
     # The deep health probe tells a busy server from a stuck one by /slots (gpu_service).
     "--no-slots": "nothing: the health probe reads /slots", "--slots": "nothing: /slots is on by default",
+    "-cram": "prompt_cache_mib", "--cache-ram": "prompt_cache_mib",
 }
+# llama-server's host-RAM prompt cache (--cache-ram MiB; 8192 by default at 0c1e57098, -1 no limit, 0 off:
+# common/arg.cpp, tools/server/server-context.cpp). Before a slot that held a long prompt serves another
+# request, the server saves the old state into it: on an H100 with 16 IDE-sized prompts (issue 35) short
+# requests then waited 7-111 s for their first token, 0.27-1.06 s with the cache off. The cache spares a user
+# whose slot was taken the re-processing of their prompt, which with one slot per request is rarer than the
+# stall; so the role turns it off unless asked.
+PROMPT_CACHE_OFF_REASON = ("prompt cache off (--cache-ram 0): saving a long prompt's state to host RAM when its "
+                           "slot is reused stalled other requests for seconds (llama_server_prompt_cache_mib)")
 # Bytes per element, to size the memory plan by the larger of the K and V caches.
 KV_CACHE_RANK = {"f32": 4.0, "f16": 2.0, "bf16": 2.0, "q8_0": 34 / 32, "q5_1": 24 / 32, "q5_0": 22 / 32,
                  "q4_1": 20 / 32, "q4_0": 18 / 32, "iq4_nl": 18 / 32}
@@ -156,16 +165,24 @@ def _instance_errors(where: str, instance: Mapping[str, Any], settings: Mapping[
             or "none: the models role has not run"
         errors.append("%s.model=%r is neither a models_list name (known: %s) nor an absolute path to a "
                       ".gguf file." % (where, model, known))
+    sizes_valid = True
     for key in ("ctx_size", "parallel"):
         label, value = _setting(where, instance, settings, key)
         if value != AUTO and not _int_in(value, 1, 10_000_000):
+            sizes_valid = False
             errors.append("%s=%r must be a positive whole number, or auto (sized to the GPU's memory)." % (
                 label, value))
+    if sizes_valid and not settings_errors(settings):
+        errors += _short_slot_errors(where, instance, settings)
     for key in ("batch_size", "ubatch_size"):
         label, value = _setting(where, instance, settings, key)
         if not _int_in(value, 1, 1_000_000):
             errors.append("%s=%r must be a positive whole number (llama-server's -b/-ub; its defaults are "
                           "2048 and 512)." % (label, value))
+    label, value = _setting(where, instance, settings, "prompt_cache_mib")
+    if not _int_in(value, -1, 10_000_000):
+        errors.append("%s=%r must be a whole number of MiB: 0 turns llama-server's prompt cache off, -1 leaves it "
+                      "unlimited." % (label, value))
     label, value = _setting(where, instance, settings, "gpu_layers")
     if not _int_in(value, 0, 100_000):
         errors.append("%s=%r must be a whole number of layers, 0 or more (999: all of them); the memory plan "
@@ -206,15 +223,50 @@ def _setting(where: str, instance: Mapping[str, Any], settings: Mapping[str, Any
     return "llama_server_%s" % key, settings[key]
 
 
+# What one request needs, named as the role's variables in messages.
+REQUEST_VARIABLES = "llama_server_prompt_tokens_max + llama_server_answer_tokens_max"
+
+
+def request_tokens(settings: Mapping[str, Any]) -> int:
+    """Tokens one request can fill: its longest prompt and its longest answer. llama-server answers HTTP 400
+    to a prompt that does not fit its slot ("exceeds the available context size", tools/server at 0c1e57098),
+    and stops an answer where the slot ends, so every slot keeps at least this many."""
+    return settings["prompt_tokens_max"] + settings["answer_tokens_max"]
+
+
 def settings_errors(settings: Mapping[str, Any]) -> List[str]:
-    """The role-wide slot bounds, checked once."""
+    """The role-wide slot bounds and workload, checked once."""
     errors = ["llama_server_%s=%r must be a positive whole number." % (key, settings[key])
-              for key in ("slots_max", "slot_context_min", "slot_context_max")
+              for key in ("slots_max", "prompt_tokens_max", "answer_tokens_max", "slot_context_max")
               if not _int_in(settings[key], 1, 10_000_000)]
-    if not errors and settings["slot_context_min"] > settings["slot_context_max"]:
-        errors.append("llama_server_slot_context_min=%d is more than llama_server_slot_context_max=%d: raise the "
-                      "maximum or lower the minimum." % (settings["slot_context_min"], settings["slot_context_max"]))
+    if not errors and request_tokens(settings) > settings["slot_context_max"]:
+        errors.append("%s = %d tokens is more than llama_server_slot_context_max=%d: raise the maximum, or lower "
+                      "the longest prompt or answer." % (REQUEST_VARIABLES, request_tokens(settings),
+                                                         settings["slot_context_max"]))
     return errors
+
+
+def _short_slot_errors(where: str, instance: Mapping[str, Any], settings: Mapping[str, Any]) -> List[str]:
+    """A fixed ctx_size that leaves a slot less than one request needs: the run would succeed and the
+    clients' long prompts get HTTP 400. (ctx_size auto sizes the slots to it: _sizing.)"""
+    sizing = _sizing(instance, settings)
+    if "ctx_size" not in sizing:
+        return []
+    kv_unified = instance.get("kv_unified", settings["kv_unified"])
+    # With --kv-unified one request may take the whole pool; otherwise each slot has ctx_size / parallel.
+    per_slot = sizing["ctx_size"] if kv_unified else sizing["ctx_size"] // sizing["parallel"]
+    needed = request_tokens(settings)
+    if per_slot >= needed:
+        return []
+    ctx_label, ctx_size = _setting(where, instance, settings, "ctx_size")
+    np_label = _setting(where, instance, settings, "parallel")[0]
+    return ["%s=%d with %s=%d leaves each slot %d tokens, less than one request needs: %s = %d + %d = %d "
+            "(a longer prompt gets HTTP 400 from llama-server). Set ctx_size to auto, or to at least %d, or "
+            "fewer parallel slots; or lower llama_server_prompt_tokens_max and llama_server_answer_tokens_max to "
+            "what the clients send." % (
+                ctx_label, ctx_size, np_label, sizing["parallel"], per_slot, REQUEST_VARIABLES,
+                settings["prompt_tokens_max"], settings["answer_tokens_max"], needed,
+                needed if kv_unified else needed * sizing["parallel"])]
 
 
 def _gpu_errors(where: str, instance: Mapping[str, Any], settings: Mapping[str, Any],
@@ -348,6 +400,7 @@ def _launch(instance: Mapping[str, Any], settings: Mapping[str, Any], model_path
         "kv_unified": instance.get("kv_unified", settings["kv_unified"]),
         "batch_size": instance.get("batch_size", settings["batch_size"]),
         "ubatch_size": instance.get("ubatch_size", settings["ubatch_size"]),
+        "prompt_cache_mib": instance.get("prompt_cache_mib", settings["prompt_cache_mib"]),
         "cache_type_k": cache_k,
         "cache_type_v": cache_v,
         "flash_attention": bool(instance.get("flash_attention", settings["flash_attention"])),
@@ -376,6 +429,7 @@ def _argv(launch: Mapping[str, Any], ctx_size: int, parallel: int) -> List[str]:
         "--cache-type-k", launch["cache_type_k"],
         "--cache-type-v", launch["cache_type_v"],
         "--flash-attn", "on" if launch["flash_attention"] else "off",
+        "--cache-ram", str(launch["prompt_cache_mib"]),
         # The role sizes the context and layers itself (memory plan); llama.cpp's own fitting
         # (--fit, on by default at 0c1e57098) would only log that it cannot.
         "--fit", "off",
@@ -397,19 +451,19 @@ def _argv(launch: Mapping[str, Any], ctx_size: int, parallel: int) -> List[str]:
 def _sizing(instance: Mapping[str, Any], settings: Mapping[str, Any]) -> Dict[str, Any]:
     """What the memory plan sizes: fixed -c/-np, or a slot choice for "auto".
 
-    ctx_size given, parallel auto: as many slots as keep slot_context_min each
-    (at most slots_max); no memory is needed to decide that. parallel given,
-    ctx_size auto: that many slots, as many tokens each as fit.
+    ctx_size given, parallel auto: as many slots as keep one request each
+    (request_tokens; at most slots_max); no memory is needed to decide that.
+    parallel given, ctx_size auto: that many slots, as many tokens each as fit.
     """
     ctx_size = instance.get("ctx_size", settings["ctx_size"])
     parallel = instance.get("parallel", settings["parallel"])
     if ctx_size != AUTO and parallel == AUTO:
-        parallel = max(1, min(settings["slots_max"], ctx_size // settings["slot_context_min"]))
+        parallel = max(1, min(settings["slots_max"], ctx_size // request_tokens(settings)))
     if ctx_size != AUTO:
         return {"ctx_size": ctx_size, "parallel": parallel}
     slots_min, slots_max = (1, settings["slots_max"]) if parallel == AUTO else (parallel, parallel)
     return {"choose_slots": {"slots_min": slots_min, "slots_max": slots_max,
-                             "context_min": settings["slot_context_min"],
+                             "context_min": request_tokens(settings),
                              "context_max": settings["slot_context_max"]}}
 
 
@@ -436,7 +490,7 @@ def _memory_plan(name: str, model: str, model_path: str, gpus: Sequence[int], se
         "swa_full": "--swa-full" in launch["extra_args"],
     }
     if "choose_slots" in sizing:
-        spec.update(choose_slots=dict(sizing["choose_slots"], floor_variable="llama_server_slot_context_min"),
+        spec.update(choose_slots=dict(sizing["choose_slots"], floor_variable=REQUEST_VARIABLES),
                     kv_unified=launch["kv_unified"])
     elif launch["kv_unified"]:
         # One stream of -c cells that every slot shares (memory_plan.llama_server_kv_cells).
@@ -566,6 +620,10 @@ def instance_commands(planned: Mapping[str, Any], sized: Sequence[Mapping[str, A
             parallel = chosen["chosen_slots"]
         else:
             ctx_size, parallel = sizing["ctx_size"], sizing["parallel"]
+        cache = plan["launch"]["prompt_cache_mib"]
         instances.append(dict(plan, ctx_size=ctx_size, parallel=parallel, slot_choice=chosen.get("choice", ""),
+                              prompt_cache=PROMPT_CACHE_OFF_REASON if cache == 0 else
+                              "prompt cache %s (--cache-ram %d)" % ("unlimited" if cache < 0 else "%d MiB" % cache,
+                                                                    cache),
                               argv=_argv(plan["launch"], ctx_size, parallel)))
     return {"instances": instances if not errors else [], "errors": errors}

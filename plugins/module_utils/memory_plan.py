@@ -110,7 +110,11 @@ def shape_from_gguf(gguf: Mapping[str, Any]) -> ModelShape:
         quantization=summary["quantization"],
         source="gguf",
         kv_layout=kv_layout(summary["architecture"], layers, kv_heads, summary["kv_heads_per_layer"],
-                            summary["sliding_window"], summary["sliding_window_pattern"]),
+                            summary["sliding_window"], summary["sliding_window_pattern"],
+                            recurrent_flags=hybrid_recurrent_flags(
+                                summary["architecture"], layers, summary.get("full_attention_interval"),
+                                summary.get("recurrent_layers"), summary.get("nextn_predict_layers")),
+                            recurrent_layer_bytes=recurrent_state_bytes(summary.get("ssm") or {})),
     )
 
 
@@ -124,14 +128,52 @@ def shape_from_gguf(gguf: Mapping[str, Any]) -> ModelShape:
 SWA_DEFAULT_PATTERNS = {"gemma2": 2, "gemma3": 6, "cohere2": 4, "gpt-oss": 2, "olmo2": 4}
 
 
+# Hybrid attention/recurrent architectures whose attention layers are every n-th (<arch>.full_attention_interval,
+# default n where the GGUF has none) unless the GGUF lists <arch>.attention.recurrent_layers: at 0c1e57098
+# src/models/qwen3next.cpp, qwen35.cpp and qwen35moe.cpp (layer il is recurrent when (il + 1) % n != 0; the
+# last nextn_predict_layers layers, the MTP head, keep neither in the main model's memory; counted here as
+# attention layers: more, never less).
+HYBRID_ATTENTION_INTERVALS = {"qwen3next": 4, "qwen35": 4, "qwen35moe": 4}
+# Recurrent state elements are float32 (src/llama-model.cpp create_memory at 0c1e57098).
+RECURRENT_STATE_BYTES = 4
+
+
 @dataclass(frozen=True)
 class KvLayout:
     """KV heads summed over the layers that keep the whole context, and over the
-    sliding-window layers, which keep sliding_window tokens (plus a micro-batch)."""
+    sliding-window layers, which keep sliding_window tokens (plus a micro-batch);
+    and the recurrent state one sequence keeps over a hybrid model's recurrent
+    layers, whatever its context."""
 
     full_heads: int
     swa_heads: int = 0
     sliding_window: int = 0
+    recurrent_bytes: int = 0
+
+
+def hybrid_recurrent_flags(architecture: str, layers: int, interval: Any, recurrent_layers: Any,
+                           nextn_layers: Any) -> Optional[List[bool]]:
+    """Which layers of a HYBRID_ATTENTION_INTERVALS model keep a recurrent state instead of a KV cache
+    (True), as llama.cpp's loader decides; None for other architectures."""
+    if architecture not in HYBRID_ATTENTION_INTERVALS:
+        return None
+    nextn = nextn_layers if _positive(nextn_layers) and nextn_layers < layers else 0
+    if isinstance(recurrent_layers, list) and len(recurrent_layers) == layers:
+        return [bool(flag) for flag in recurrent_layers[:layers - nextn]] + [False] * nextn
+    every = interval if _positive(interval) else HYBRID_ATTENTION_INTERVALS[architecture]
+    return [(il + 1) % every != 0 for il in range(layers - nextn)] + [False] * nextn
+
+
+def recurrent_state_bytes(ssm: Mapping[str, Any]) -> Optional[int]:
+    """One sequence's recurrent state on one layer (llama_hparams::n_embd_r + n_embd_s, src/llama-hparams.cpp at
+    0c1e57098, for the gated delta net of qwen3next/qwen35): the convolution's (conv_kernel - 1) x (inner_size
+    + 2 x group_count x state_size) values and the state_size x inner_size state, float32. None when a key is
+    missing."""
+    values = [ssm.get(name) for name in ("conv_kernel", "inner_size", "state_size", "group_count")]
+    if not all(_positive(value) for value in values):
+        return None
+    conv_kernel, inner, state, groups = values
+    return RECURRENT_STATE_BYTES * ((conv_kernel - 1) * (inner + 2 * groups * state) + state * inner)
 
 
 def swa_layer_flags(layers: int, pattern: int) -> List[bool]:
@@ -141,14 +183,20 @@ def swa_layer_flags(layers: int, pattern: int) -> List[bool]:
 
 
 def kv_layout(architecture: str, layers: int, kv_heads: int, kv_heads_per_layer: Optional[Sequence[int]],
-              sliding_window: Any, sliding_window_pattern: Any) -> KvLayout:
+              sliding_window: Any, sliding_window_pattern: Any, recurrent_flags: Optional[Sequence[bool]] = None,
+              recurrent_layer_bytes: Optional[int] = None) -> KvLayout:
     """Which layers keep a KV cache of how many heads, and which of those only a sliding window.
 
-    A per-layer head_count_kv gives each layer's heads. Where it has zeros
-    (the recurrent layers of hybrid models) every layer is counted with the
-    most heads: llama.cpp keeps a recurrent state per slot for those layers
-    instead (src/llama-memory-recurrent.cpp), which this planner does not size,
-    so they are counted as if they kept a KV cache: more, never less."""
+    A per-layer head_count_kv gives each layer's heads. A hybrid model whose
+    recurrent layers are known (recurrent_flags, hybrid_recurrent_flags) and
+    whose state size is (recurrent_layer_bytes) keeps a KV cache on its
+    attention layers only and a recurrent state per sequence on the others
+    (src/llama-memory-hybrid.cpp, llama-memory-recurrent.cpp). Other hybrids,
+    a per-layer head_count_kv with zeros, count every layer with the most
+    heads as if it kept a KV cache: more, never less."""
+    if recurrent_flags is not None and recurrent_layer_bytes and len(recurrent_flags) == layers:
+        return KvLayout(full_heads=kv_heads * sum(1 for recurrent in recurrent_flags if not recurrent),
+                        recurrent_bytes=recurrent_layer_bytes * sum(1 for recurrent in recurrent_flags if recurrent))
     heads = list(kv_heads_per_layer) if kv_heads_per_layer and len(kv_heads_per_layer) == layers \
         and min(kv_heads_per_layer) > 0 else [kv_heads] * layers
     window = sliding_window if architecture in SWA_DEFAULT_PATTERNS and isinstance(sliding_window, int) \
@@ -314,6 +362,7 @@ class MemoryPlan:
     layers_per_gpu: int
     weights_mib: int
     kv_cache_mib: int
+    recurrent_mib: int
     compute_buffer_mib: int
     overhead_mib: int
     safety_margin_mib: int
@@ -323,11 +372,15 @@ class MemoryPlan:
 
     def arithmetic(self) -> str:
         window = "; sliding-window layers %d tokens" % self.swa_cells if self.layout.swa_heads else ""
-        return ("weights %d + KV cache %d (%s, %d slot%s x %d tokens%s) + compute buffer %d + overhead %d "
+        sequences = self.slots * self.sequences_per_stream
+        recurrent = " + recurrent state %d (%d sequence%s)" % (
+            self.recurrent_mib, sequences, "" if sequences == 1 else "s") if self.recurrent_mib else ""
+        return ("weights %d + KV cache %d (%s, %d slot%s x %d tokens%s)%s + compute buffer %d + overhead %d "
                 "+ safety margin %d = %d MiB of %d MiB per GPU" % (
                     self.weights_mib, self.kv_cache_mib, self.kv_cache_type, self.slots,
-                    "" if self.slots == 1 else "s", self.context_per_slot, window, self.compute_buffer_mib,
-                    self.overhead_mib, self.safety_margin_mib, self.required_mib, self.gpu_memory_mib))
+                    "" if self.slots == 1 else "s", self.context_per_slot, window, recurrent,
+                    self.compute_buffer_mib, self.overhead_mib, self.safety_margin_mib, self.required_mib,
+                    self.gpu_memory_mib))
 
     def message(self) -> str:
         where = "%d GPU%s" % (self.gpu_count, "" if self.gpu_count == 1 else "s")
@@ -420,7 +473,9 @@ def plan_memory(name: str, *, layers: int, kv_heads: int, head_dim: int, weights
     kv_cache_mib = _ceil_mib(
         kv_cache_bytes(1, full_heads, head_dim, cells_per_slot, slots, kv_cache_type)
         + (kv_cache_bytes(1, swa_heads, head_dim, swa_cells, slots, kv_cache_type) if swa_heads else 0))
-    required = weights_mib + kv_cache_mib + compute_buffer_mib + overhead_mib + safety_margin_mib
+    # One recurrent state per sequence (a cell per slot: src/llama-model.cpp, mem_size = n_seq_max).
+    recurrent_mib = _ceil_mib(layout.recurrent_bytes * layers_per_gpu * slots * sequences_per_stream / layers)
+    required = weights_mib + kv_cache_mib + recurrent_mib + compute_buffer_mib + overhead_mib + safety_margin_mib
     return MemoryPlan(
         name=name, layers=layers, kv_heads=kv_heads, head_dim=head_dim, weights_bytes=weights_bytes,
         context_per_slot=context_per_slot, slots=slots, kv_cache_type=kv_cache_type, gpu_count=gpu_count,
@@ -428,7 +483,8 @@ def plan_memory(name: str, *, layers: int, kv_heads: int, head_dim: int, weights
         swa_full=swa_full, swa_cells=swa_cells if layout.swa_heads else 0,
         tensor_split=tuple(tensor_split) if tensor_split else None, split_mode=split_mode,
         layers_per_gpu=layers_per_gpu,
-        weights_mib=weights_mib, kv_cache_mib=kv_cache_mib, compute_buffer_mib=compute_buffer_mib,
+        weights_mib=weights_mib, kv_cache_mib=kv_cache_mib, recurrent_mib=recurrent_mib,
+        compute_buffer_mib=compute_buffer_mib,
         overhead_mib=overhead_mib, safety_margin_mib=safety_margin_mib, required_mib=required,
         headroom_mib=gpu_memory_mib - required, fits=required <= gpu_memory_mib,
     )
@@ -537,7 +593,8 @@ def _more_gpus(plan: MemoryPlan) -> Optional[str]:
 
 # Slot planning (llama_server's ctx_size/parallel "auto").
 DEFAULT_SLOTS_MAX = 16
-DEFAULT_SLOT_CONTEXT_MIN = 8192
+# One IDE request: a 16384-token prompt and a 4096-token answer (llama_server's defaults).
+DEFAULT_SLOT_CONTEXT_MIN = 16384 + 4096
 DEFAULT_SLOT_CONTEXT_MAX = 32768
 # The slot count llama-server itself picks for -np auto (tools/server/server.cpp
 # at 0c1e57098: "n_parallel is set to auto, using n_parallel = 4 and
@@ -558,15 +615,36 @@ class SlotChoice:
 
 def slot_context_bounds(context_min: int, context_max: int, n_ctx_train: Optional[int]) -> Tuple[int, int]:
     """(floor, ceiling) of tokens per slot: the floor rounded up to the 256
-    cells llama.cpp pads a slot to, neither beyond the model's trained context
-    (llama-server caps a slot at n_ctx_train: tools/server/server-context.cpp)."""
+    cells llama.cpp pads a slot to, the ceiling not beyond the model's trained
+    context (llama-server caps a slot at n_ctx_train:
+    tools/server/server-context.cpp). A trained context below the floor is an
+    error: no slot could keep context_min tokens (trained_context_refusal)."""
     if not (_positive(context_min) and _positive(context_max)) or context_max < context_min:
         raise ValueError("slot contexts must be positive with context_min <= context_max (got %r, %r)" % (
             context_min, context_max))
+    if n_ctx_train and n_ctx_train < context_min:
+        raise ValueError("the model's trained context (%d tokens) is less than context_min (%d)" % (
+            n_ctx_train, context_min))
     floor, ceiling = _pad_cells(context_min), max(_pad_cells(context_min), context_max)
     if n_ctx_train:
         return min(floor, n_ctx_train), min(ceiling, n_ctx_train)
     return floor, ceiling
+
+
+def trained_context_refusal(name: str, n_ctx_train: Optional[int], context_min: int,
+                            floor_variable: str) -> Optional[Refusal]:
+    """A model trained for fewer tokens than each slot must keep: llama-server caps every slot at its trained
+    context, so the longest requests would get HTTP 400 whatever the memory."""
+    if not n_ctx_train or n_ctx_train >= context_min:
+        return None
+    return Refusal(
+        variable="memory_plans", value=name,
+        reason="is trained for %d tokens of context, less than the %d each slot must keep (%s); llama-server caps "
+               "a slot at the trained context, so longer requests would get HTTP 400" % (
+                   n_ctx_train, context_min, floor_variable),
+        fix="Lower %s to at most %d in total, or serve a model trained for a longer context" % (
+            floor_variable, n_ctx_train),
+        source="llama.cpp 0c1e57098 tools/server/server-context.cpp (n_ctx_slot capped at n_ctx_train)")
 
 
 def unsized_slots(slots_min: int, slots_max: int, context_min: int, context_max: int,

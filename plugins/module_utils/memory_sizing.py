@@ -21,6 +21,7 @@ from ansible.module_utils.memory_plan import (
     overcommitted,
     plan_memory,
     shared_budget_mib,
+    trained_context_refusal,
     unsized_slots,
 )
 from ansible.module_utils.stack_rules import Refusal
@@ -113,6 +114,10 @@ def size_plan(plan: Mapping[str, Any], budget_mib: Optional[int], shared: str = 
     if plan.get("missing"):
         return skipped(plan, "%s does not exist yet (the models stage fetches it); sized on the next run"
                        % plan["gguf_path"])
+    too_short = choice and trained_context_refusal(name, shape.context_length if shape else None,
+                                                   choice["context_min"], choice["floor_variable"])
+    if too_short:
+        return {"name": name, "skipped": True, "skip_reason": too_short.reason}, too_short, None
     if not budget_mib:
         return skipped(plan, "no GPU memory size is known: no serving GPU, and no gpu_memory_mib")
 
@@ -163,7 +168,7 @@ def _refusal(sized: MemoryPlan, shared: str, floor_variable: str = "") -> Option
     if shared:
         remedies = [remedy for remedy in remedies if not remedy.startswith("add GPUs")]
         remedies.append("give it other gpus, or lower the context or slots of the other plans there")
-    fix = "; or ".join(remedies)
+    fix = "; or ".join(remedies) or refusal.fix
     return Refusal(refusal.variable, refusal.value,
                    refusal.reason + (" (its memory is %s)" % shared if shared else ""),
                    fix[0].upper() + fix[1:], refusal.source)

@@ -188,15 +188,16 @@ options:
             type: int
             default: 16
           context_min:
-            description: Tokens each slot keeps at least.
+            description: Tokens each slot keeps at least (one request's longest prompt and answer).
             type: int
-            default: 8192
+            default: 20480
           context_max:
             description: Tokens per slot at most.
             type: int
             default: 32768
           floor_variable:
-            description: The name the caller gives C(context_min), for the fix of a plan where not one slot fits.
+            description: The name the caller gives C(context_min), for the fixes of a plan where not one slot fits
+              or whose model is trained for fewer tokens.
             type: str
             default: context_min
       kv_cache_type:

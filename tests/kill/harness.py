@@ -84,7 +84,7 @@ SETTINGS = {
     "build": {"llama_cpp_version": "killharness"},
     "model": {"models_list": [MODEL, SLOW_MODEL],
               "llama_server_instances": [{"name": "demo", "model": "smollm2-slow", "port": 8080, "ctx_size": 2048}]},
-    "unit": {"llama_server_instances": [{"name": "demo", "model": "smollm2", "port": 8080, "ctx_size": 1024}],
+    "unit": {"llama_server_instances": [{"name": "demo", "model": "smollm2", "port": 8080, "ctx_size": 4096}],
              "llama_server_restart_schedule": "*-*-* 05:00:00"},
     "torn": {},
     # No model: the stage's models role would fetch the demo's from the stand-in server, which only the

@@ -147,6 +147,10 @@ def test_real_smollm2_summary():
         "kv_heads_per_layer": None,
         "sliding_window": None,
         "sliding_window_pattern": None,
+        "full_attention_interval": None,
+        "recurrent_layers": None,
+        "nextn_predict_layers": None,
+        "ssm": {"conv_kernel": None, "inner_size": None, "state_size": None, "group_count": None},
     }
 
 

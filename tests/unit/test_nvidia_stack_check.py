@@ -254,9 +254,27 @@ def test_a_kepler_display_card_on_535_is_a_warning(capsys):
     assert display in emitted_warnings(result)
 
 
+# The slot floor these tests were written for (the module's default is one IDE request, 20480 tokens).
+FLOOR_8K = {"context_min": 8192}
+
+
+def test_a_model_trained_for_less_than_the_floor_is_refused_before_any_sizing(capsys):
+    # SmolLM2-135M's GGUF says 8192 tokens: one request of 16384 + 4096 cannot fit a slot of it.
+    plan = {"name": "smollm2", "gguf_path": str(SMOLLM2_PREFIX),
+            "choose_slots": {"floor_variable": "llama_server_prompt_tokens_max + llama_server_answer_tokens_max"}}
+    code, result = run(capsys, module_args(memory_plans=[plan]))
+    assert code == 1
+    assert ("- memory_plans=smollm2 is trained for 8192 tokens of context, less than the 20480 each slot must keep "
+            "(llama_server_prompt_tokens_max + llama_server_answer_tokens_max)") in result["msg"]
+    assert "Lower llama_server_prompt_tokens_max + llama_server_answer_tokens_max to at most 8192" in result["msg"]
+    # Without GPU memory to size against, the same refusal (the unsized count would serve 400s too).
+    code, result = run(capsys, module_args(gpus=[], require_gpu=False, memory_plans=[plan]))
+    assert code == 1 and "is trained for 8192 tokens" in result["msg"]
+
+
 def test_choose_slots_sizes_from_the_real_gguf_and_the_gpu(capsys):
     # SmolLM2-135M was trained on 8192 tokens: the floor and the ceiling stop there.
-    plan = {"name": "smollm2", "gguf_path": str(SMOLLM2_PREFIX), "choose_slots": {}}
+    plan = {"name": "smollm2", "gguf_path": str(SMOLLM2_PREFIX), "choose_slots": FLOOR_8K}
     code, result = run(capsys, module_args(memory_plans=[plan]))
     assert code == 0, result
     [sized] = result["memory_plans"]
@@ -275,7 +293,7 @@ def test_choose_slots_that_cannot_fit_one_slot_is_refused(capsys):
 
 
 def test_choose_slots_without_gpu_memory_takes_llama_servers_own_count(capsys):
-    plan = {"name": "smollm2", "gguf_path": str(SMOLLM2_PREFIX), "choose_slots": {"slots_max": 16}}
+    plan = {"name": "smollm2", "gguf_path": str(SMOLLM2_PREFIX), "choose_slots": dict(FLOOR_8K, slots_max=16)}
     code, result = run(capsys, module_args(gpus=[], require_gpu=False, memory_plans=[plan]))
     assert code == 0, result
     [sized] = result["memory_plans"]
@@ -301,7 +319,7 @@ def test_the_module_defaults_are_the_planner_s():
 
 
 def test_two_auto_plans_on_one_gpu_split_it(capsys):
-    plans = [dict(QWEN_32B_Q4, name=name, gpus=[0], weights_mib=4000, choose_slots={}) for name in ("a", "b")]
+    plans = [dict(QWEN_32B_Q4, name=name, gpus=[0], weights_mib=4000, choose_slots=FLOOR_8K) for name in ("a", "b")]
     code, result = run(capsys, module_args(gpus=[v100_pcie_32gb(0), v100_pcie_32gb(1)], memory_plans=plans))
     assert code == 0, result
     first, second = result["memory_plans"]
@@ -314,7 +332,7 @@ def test_two_auto_plans_on_one_gpu_split_it(capsys):
 
 def test_an_auto_plan_gets_what_a_fixed_plan_on_its_gpu_leaves(capsys):
     fixed = dict(QWEN_32B_Q4, name="fixed", gpus=[0], weights_mib=4000, context_per_slot=8192, slots=2)
-    auto = dict(QWEN_32B_Q4, name="auto", gpus=[0], weights_mib=4000, choose_slots={})
+    auto = dict(QWEN_32B_Q4, name="auto", gpus=[0], weights_mib=4000, choose_slots=FLOOR_8K)
     code, result = run(capsys, module_args(memory_plans=[auto, fixed]))
     assert code == 0, result
     chosen, sized = result["memory_plans"]  # in the order given
@@ -359,7 +377,7 @@ def test_the_busiest_gpu_of_an_uneven_split_is_sized(capsys):
 
 def test_a_display_card_named_on_purpose_is_sized_by_its_own_memory(capsys):
     gt1030 = dict(sample_gpus.geforce_gt_1030(0), memory_total_mib=2048, serving=False)
-    plans = [dict(QWEN_32B_Q4, name="on-the-display-card", gpus=[0], weights_mib=1000, choose_slots={})]
+    plans = [dict(QWEN_32B_Q4, name="on-the-display-card", gpus=[0], weights_mib=1000, choose_slots=FLOOR_8K)]
     code, result = run(capsys, module_args(gpus=[gt1030, v100_pcie_32gb(1)], require_gpu=False,
                                            memory_plans=plans))
     assert code == 1, result
@@ -369,7 +387,7 @@ def test_a_display_card_named_on_purpose_is_sized_by_its_own_memory(capsys):
 def test_an_auto_plan_left_no_memory_by_fixed_ones_is_refused_by_name(capsys):
     fixed = [dict(QWEN_32B_Q4, name=name, gpus=[0], weights_mib=12000, context_per_slot=8192, slots=2)
              for name in ("f1", "f2")]
-    auto = dict(QWEN_32B_Q4, name="auto", gpus=[0], weights_mib=4000, choose_slots={})
+    auto = dict(QWEN_32B_Q4, name="auto", gpus=[0], weights_mib=4000, choose_slots=FLOOR_8K)
     code, result = run(capsys, module_args(memory_plans=fixed + [auto]))
     assert code == 1
     assert "- memory_plans=auto has no memory left on GPU 0: the plans with fixed sizes there take it all" \
@@ -380,18 +398,20 @@ def test_an_auto_plan_left_no_memory_by_fixed_ones_is_refused_by_name(capsys):
 def test_an_auto_plan_that_does_not_fit_its_share_says_so_in_the_role_s_words(capsys):
     fixed = dict(QWEN_32B_Q4, name="fixed", gpus=[0], weights_mib=20000, context_per_slot=8192, slots=2)
     auto = dict(QWEN_32B_Q4, name="auto", gpus=[0], weights_mib=6000,
-                choose_slots={"floor_variable": "llama_server_slot_context_min"})
+                choose_slots=dict(FLOOR_8K, floor_variable="llama_server_prompt_tokens_max + "
+                                                            "llama_server_answer_tokens_max"))
     code, result = run(capsys, module_args(memory_plans=[fixed, auto]))
     assert code == 1
     line = next(line for line in result["msg"].splitlines() if line.startswith("- memory_plans=auto"))
     # What fixed leaves: 32768 - (20000 + 4096 + 307 + 600) = 7765 MiB.
     assert "(its memory is 7765 MiB, its share of GPU 0 beside 1 other plan (fixed))" in line
-    assert "Lower llama_server_slot_context_min to 1280 (from 8192)" in line and "context_per_slot" not in line
+    assert "Lower llama_server_prompt_tokens_max + llama_server_answer_tokens_max to 1280 (from 8192)" in line
+    assert "context_per_slot" not in line
     assert "add GPUs" not in line and "give it other gpus" in line
 
 
 def test_a_unified_auto_plan_is_one_stream_of_every_slot(capsys):
-    plan = {"name": "smollm2", "gguf_path": str(SMOLLM2_PREFIX), "choose_slots": {}, "kv_unified": True,
+    plan = {"name": "smollm2", "gguf_path": str(SMOLLM2_PREFIX), "choose_slots": FLOOR_8K, "kv_unified": True,
             "flash_attention": False}
     code, result = run(capsys, module_args(memory_plans=[plan]))
     assert code == 0, result
@@ -401,7 +421,7 @@ def test_a_unified_auto_plan_is_one_stream_of_every_slot(capsys):
 
 
 def test_check_stack_false_sizes_the_plans_only(capsys):
-    plan = {"name": "smollm2", "gguf_path": str(SMOLLM2_PREFIX), "choose_slots": {}}
+    plan = {"name": "smollm2", "gguf_path": str(SMOLLM2_PREFIX), "choose_slots": FLOOR_8K}
     code, result = run(capsys, module_args(distribution="Fedora", distribution_version="40", gpus=[],
                                            require_gpu=False, check_stack=False, memory_plans=[plan]))
     assert code == 0, result
