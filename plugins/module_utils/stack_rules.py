@@ -112,6 +112,32 @@ FIRST_VLLM_WITHOUT_VOLTA = (0, 20, 0, 0)
 LAST_VLLM_FOR_VOLTA = "0.19.1"
 FIRST_VLLM_WITH_QWEN3 = (0, 8, 4, 0)
 QWEN3_ARCHITECTURES = ("Qwen3ForCausalLM", "Qwen3MoeForCausalLM")
+# The architectures a vLLM release registers (config.json "architectures"), where the role knows them:
+# _GENERATION_MODELS and _EMBEDDING_MODELS of vllm/model_executor/models/__init__.py at v0.5.4 (commit
+# 4db5176d9758b720b05460c50ace3c01026eb158, "bump version to v0.5.4"). Gemma-3, Qwen3, Qwen3.5, GLM-4 and
+# gpt-oss are not among them: 0.5.4 would download them, then fail to start.
+VLLM_REGISTERED_ARCHITECTURES = {
+    (0, 5, 4, 0): frozenset((
+        "AquilaModel", "AquilaForCausalLM", "BaiChuanForCausalLM", "BaichuanForCausalLM", "BloomForCausalLM",
+        "Blip2ForConditionalGeneration", "ChameleonForConditionalGeneration", "ChatGLMModel",
+        "ChatGLMForConditionalGeneration", "CohereForCausalLM", "DbrxForCausalLM", "DeciLMForCausalLM",
+        "DeepseekForCausalLM", "DeepseekV2ForCausalLM", "FalconForCausalLM", "FuyuForCausalLM", "GemmaForCausalLM",
+        "Gemma2ForCausalLM", "GPT2LMHeadModel", "GPTBigCodeForCausalLM", "GPTJForCausalLM", "GPTNeoXForCausalLM",
+        "InternLMForCausalLM", "InternLM2ForCausalLM", "InternVLChatModel", "JAISLMHeadModel", "LlamaForCausalLM",
+        "LlavaForConditionalGeneration", "LlavaNextForConditionalGeneration", "LLaMAForCausalLM",
+        "MistralForCausalLM", "MixtralForCausalLM", "QuantMixtralForCausalLM", "MptForCausalLM", "MPTForCausalLM",
+        "MiniCPMForCausalLM", "MiniCPMV", "NemotronForCausalLM", "OlmoForCausalLM", "OPTForCausalLM",
+        "OrionForCausalLM", "PersimmonForCausalLM", "PaliGemmaForConditionalGeneration", "PhiForCausalLM",
+        "Phi3ForCausalLM", "Phi3VForCausalLM", "QWenLMHeadModel", "Qwen2ForCausalLM", "Qwen2MoeForCausalLM",
+        "RWForCausalLM", "StableLMEpochForCausalLM", "StableLmForCausalLM", "Starcoder2ForCausalLM",
+        "ArcticForCausalLM", "XverseForCausalLM", "Phi3SmallForCausalLM", "MedusaModel",
+        "MLPSpeculatorPreTrainedModel", "JambaForCausalLM", "MistralModel",
+    )),
+}
+# Gemma-2 caps its attention logits (attn_logit_softcapping); below compute capability 8.0 vLLM 0.5.4 runs
+# attention on its xformers backend, which raises "XFormers does not support attention logits soft capping"
+# (vllm/attention/backends/xformers.py at 4db5176).
+SOFT_CAPPING_ARCHITECTURES = ("Gemma2ForCausalLM",)
 FIRST_VLLM_WITH_GGUF = (0, 5, 5, 0)
 
 
@@ -686,6 +712,26 @@ def check_vllm_version(request: StackRequest, gpus: Sequence[Gpu]) -> List[Refus
             SOURCE_VLLM_VERSIONS,
         ))
     architecture = request.vllm_model_architecture or ""
+    registered = VLLM_REGISTERED_ARCHITECTURES.get(version)
+    if architecture and registered is not None and architecture not in registered \
+            and architecture not in QWEN3_ARCHITECTURES:
+        refusals.append(Refusal(
+            "vllm_model_architecture", architecture,
+            "is not a model vLLM %s registers: it would download the model, then fail to start" % value,
+            "Serve the model's GGUF with llama_server (llama.cpp at the pinned commit loads far more "
+            "architectures), or give vLLM a model it registers, e.g. Qwen2ForCausalLM "
+            "(Qwen/Qwen2.5-32B-Instruct-GPTQ-Int4 with vllm_quantization gptq)",
+            SOURCE_VLLM_VERSIONS + "; vllm/model_executor/models/__init__.py at v0.5.4",
+        ))
+    below_ampere = gpus_below(gpus, AMPERE)
+    if architecture in SOFT_CAPPING_ARCHITECTURES and registered is not None and below_ampere:
+        refusals.append(Refusal(
+            "vllm_model_architecture", architecture,
+            "cannot run on %s with vLLM %s: below compute capability 8.0 it uses the xformers attention backend, "
+            "which refuses the model's attention logit soft-capping" % (describe_gpu(below_ampere[0]), value),
+            "Serve the model's GGUF with llama_server, or choose another model for vLLM",
+            "vllm/attention/backends/xformers.py at v0.5.4",
+        ))
     if architecture in QWEN3_ARCHITECTURES and version < FIRST_VLLM_WITH_QWEN3:
         volta_note = " (%s is the last for Volta)" % LAST_VLLM_FOR_VOLTA if old else ""
         refusals.append(Refusal(

@@ -712,3 +712,29 @@ def test_branch_590_on_a_kepler_and_a_volta_card_names_the_kepler_first():
     message = refused_once(request(nvidia_driver_branch="590"), [v100_pcie_32gb(0), tesla_k80(1)],
                            "nvidia_driver_branch")
     assert "Tesla K80" in message and "470" in message
+
+
+@pytest.mark.parametrize("architecture", ["Gemma3ForCausalLM", "Gemma3ForConditionalGeneration",
+                                          "Qwen3_5ForConditionalGeneration", "Glm4ForCausalLM", "GptOssForCausalLM"])
+def test_an_architecture_vllm_0_5_4_does_not_register_is_refused(architecture):
+    message = refused_once(request(vllm_model_architecture=architecture), [v100_pcie_32gb()],
+                           "vllm_model_architecture")
+    assert message.startswith("vllm_model_architecture=%s is not a model vLLM 0.5.4 registers" % architecture)
+    assert "Serve the model's GGUF with llama_server" in message and "Qwen2ForCausalLM" in message
+
+
+def test_registered_architectures_pass_and_other_versions_are_not_judged():
+    for architecture in ("Qwen2ForCausalLM", "LlamaForCausalLM", "MistralForCausalLM", ""):
+        assert_passes(request(vllm_model_architecture=architecture), [v100_pcie_32gb()])
+    # No registry known for 0.5.3.post1: nothing is refused for it.
+    assert_passes(request(vllm_model_architecture="Gemma3ForCausalLM", vllm_version="0.5.3.post1",
+                          python_version="3.11.2"), [v100_pcie_32gb()])
+
+
+def test_gemma2_is_refused_below_compute_capability_8_0_only():
+    gemma2 = request(vllm_model_architecture="Gemma2ForCausalLM")
+    for gpus in ([v100_pcie_32gb()], [tesla_t4()]):
+        message = refused_once(gemma2, gpus, "vllm_model_architecture")
+        assert "uses the xformers attention backend, which refuses the model's attention logit soft-capping" \
+            in message
+    assert_passes(gemma2, [a100()])
