@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 ansible.module_utils.__path__.append(str(ROOT / "plugins" / "module_utils"))
 sys.path.insert(0, str(ROOT / "plugins" / "modules"))
 
-from ansible.module_utils.llama_server_plan import instance_commands, plan_instances  # noqa: E402
+from ansible.module_utils.llama_server_plan import instance_commands, plan_instances, request_tokens  # noqa: E402
 from ansible.module_utils.memory_plan import shape_from_gguf  # noqa: E402
 from ansible.module_utils.memory_sizing import size_plans  # noqa: E402
 from nvidia_stack_check import MEMORY_PLAN_SPEC  # noqa: E402
@@ -79,7 +79,7 @@ def plan_case(case: Dict[str, Any], models: Dict[str, Any], gpus: Dict[str, Any]
         return {"case": case, "refused": refusals[0].message()}
     commands = instance_commands(planned, sized)
     return {"case": case, "instance": commands["instances"][0], "sized": sized[0],
-            "request": settings["prompt_tokens_max"] + settings["answer_tokens_max"]}
+            "request": request_tokens(settings)}
 
 
 def example_cases(models: Dict[str, Any]) -> List[Dict[str, Any]]:

@@ -224,14 +224,15 @@ def _setting(where: str, instance: Mapping[str, Any], settings: Mapping[str, Any
 
 
 # What one request needs, named as the role's variables in messages.
-REQUEST_VARIABLES = "llama_server_prompt_tokens_max + llama_server_answer_tokens_max"
+REQUEST_VARIABLES = "llama_server_prompt_tokens_max + llama_server_answer_tokens_max + 1"
 
 
 def request_tokens(settings: Mapping[str, Any]) -> int:
-    """Tokens one request can fill: its longest prompt and its longest answer. llama-server answers HTTP 400
-    to a prompt that does not fit its slot ("exceeds the available context size", tools/server at 0c1e57098),
-    and stops an answer where the slot ends, so every slot keeps at least this many."""
-    return settings["prompt_tokens_max"] + settings["answer_tokens_max"]
+    """Tokens a slot needs for one request: its longest prompt and its longest answer, and one more.
+    llama-server (tools/server/server-context.cpp at 0c1e57098) answers HTTP 400 to a prompt that does
+    not fit its slot ("exceeds the available context size") and, without context shift (its default),
+    ends an answer once prompt and answer reach the slot's size less one token."""
+    return settings["prompt_tokens_max"] + settings["answer_tokens_max"] + 1
 
 
 def settings_errors(settings: Mapping[str, Any]) -> List[str]:
@@ -260,7 +261,7 @@ def _short_slot_errors(where: str, instance: Mapping[str, Any], settings: Mappin
         return []
     ctx_label, ctx_size = _setting(where, instance, settings, "ctx_size")
     np_label = _setting(where, instance, settings, "parallel")[0]
-    return ["%s=%d with %s=%d leaves each slot %d tokens, less than one request needs: %s = %d + %d = %d "
+    return ["%s=%d with %s=%d leaves each slot %d tokens, less than one request needs: %s = %d + %d + 1 = %d "
             "(a longer prompt gets HTTP 400 from llama-server). Set ctx_size to auto, or to at least %d, or "
             "fewer parallel slots; or lower llama_server_prompt_tokens_max and llama_server_answer_tokens_max to "
             "what the clients send." % (

@@ -18,7 +18,7 @@ models_list:
   - {name: bench-8b-q4_k_m, controller_file: /tmp/bench-q4_k_m.gguf}
 llama_server_api_key: $key
 # Two slots of 4096 tokens: short test prompts, not the IDE default.
-llama_server_prompt_tokens_max: 3072
+llama_server_prompt_tokens_max: 3000
 llama_server_answer_tokens_max: 1024
 llama_server_instances:
   - {name: bench, model: bench-8b-q4_k_m, port: 8081, gpus: [0], ctx_size: 8192, parallel: 2}

@@ -83,7 +83,7 @@ SETTINGS = {
     "key": {"llama_server_api_key": ROTATED_KEY},
     "build": {"llama_cpp_version": "killharness"},
     "model": {"models_list": [MODEL, SLOW_MODEL],
-              "llama_server_instances": [{"name": "demo", "model": "smollm2-slow", "port": 8080, "ctx_size": 2048}]},
+              "llama_server_instances": [{"name": "demo", "model": "smollm2-slow", "port": 8080}]},
     "unit": {"llama_server_instances": [{"name": "demo", "model": "smollm2", "port": 8080, "ctx_size": 4096}],
              "llama_server_restart_schedule": "*-*-* 05:00:00"},
     "torn": {},
