@@ -234,6 +234,8 @@ class FilterModule:
             "systemd_environment": lambda value, name: _UNIT.environment_line(name, value),
             # settings | vllm_server_plan -> {"errors": [...], "argv": [...], "environment": {...}, ...}
             "vllm_server_plan": _VLLM.plan_server,
+            # llama_server_instances | vllm_shared_gpu_errors(serving GPUs, vllm_server_gpus, utilization) -> [...]
+            "vllm_shared_gpu_errors": _VLLM.shared_gpu_errors,
             # {index_url, extra_index_urls, wheelhouse, ca_bundle, proxy} | pip_plan -> {"errors", "args", "environment"}
             "pip_plan": _PIP.pip_plan,
             # config.json | hf_model_shape -> {layers, kv_heads, head_dim, architecture, quantization, dtype, ...}

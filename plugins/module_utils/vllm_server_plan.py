@@ -447,3 +447,26 @@ def memory_verdict(plan: Mapping[str, Any]) -> str:
     remedies.append("raise vllm_server_gpu_memory_utilization (at most 0.98)")
     remedies.append("or use a smaller or GPTQ-quantized model")
     return "does not fit: %s. To fit: %s" % (arithmetic, ", ".join(remedies))
+
+
+def shared_gpu_errors(llama_instances: Sequence[Any], serving_gpus: Sequence[int], vllm_gpus: Sequence[int],
+                      vllm_utilization: float) -> List[str]:
+    """llama-server instances on a GPU vLLM also serves from. vLLM 0.5.4 sizes its KV cache to
+    gpu_memory_utilization of each of its GPUs' whole memory, whatever else runs there (vllm/worker/worker.py
+    determine_num_available_blocks at v0.5.4: the memory in use when it starts is not deducted), so whichever
+    server starts second runs out of memory. An instance without gpus runs on every serving GPU."""
+    errors = []
+    for index, instance in enumerate(llama_instances):
+        if not isinstance(instance, Mapping):
+            continue  # llama_server's own checks refuse it
+        gpus = instance.get("gpus") or list(serving_gpus)
+        shared = sorted(set(gpus) & set(vllm_gpus)) if isinstance(gpus, list) else []
+        if shared:
+            errors.append(
+                "llama_server_instances[%d] (%s) runs on GPU %s, which vllm_server_gpus=%s also serves: vLLM takes "
+                "vllm_server_gpu_memory_utilization=%s of each of its GPUs' whole memory whatever else runs there, "
+                "so whichever server starts second runs out of memory. Give the instance gpus that vLLM does not "
+                "use (nvidia-smi indexes), or serve this model with llama-server alone (the roles do not plan "
+                "vLLM's memory together with llama-server's)." % (
+                    index, instance.get("name"), ",".join(map(str, shared)), list(vllm_gpus), vllm_utilization))
+    return errors

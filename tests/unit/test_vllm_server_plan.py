@@ -15,6 +15,7 @@ from ansible.module_utils.vllm_server_plan import (
     plan_memory,
     plan_server,
     refused_extra_args,
+    shared_gpu_errors,
     weights_bytes,
 )
 
@@ -298,3 +299,15 @@ def test_a_repositorys_config_json_text_is_read_or_refused_as_not_a_model():
     assert qwen3["error"] == "" and qwen3["architecture"] == "Qwen3ForCausalLM" and qwen3["context_length"] == 40960
     assert shape("<html>mirror error</html>")["error"]
     assert shape("[1]")["error"] == "config.json is not a JSON object"
+
+
+def test_llama_server_instances_on_vllms_gpus_are_refused():
+    instances = [{"name": "chat", "model": "m", "port": 1, "gpus": [1]},
+                 {"name": "all", "model": "m", "port": 2},  # no gpus: every serving GPU
+                 {"name": "other", "model": "m", "port": 3, "gpus": [2]}]
+    errors = shared_gpu_errors(instances, [0, 1, 2], [0, 1], 0.9)
+    assert len(errors) == 2
+    assert errors[0].startswith("llama_server_instances[0] (chat) runs on GPU 1, which vllm_server_gpus=[0, 1] also "
+                                "serves: vLLM takes vllm_server_gpu_memory_utilization=0.9 of each")
+    assert errors[1].startswith("llama_server_instances[1] (all) runs on GPU 0,1,")
+    assert shared_gpu_errors(instances[2:], [0, 1, 2], [0, 1], 0.9) == []
