@@ -26,7 +26,9 @@ more only compete for the CPU, as every playbook run is mostly CPU.
 from __future__ import annotations
 
 import argparse
+import datetime
 import difflib
+import hashlib
 import json
 import os
 import queue
@@ -195,17 +197,45 @@ def inventory(folder, box):
     return folder
 
 
+# What the driver image is made of: the base image and every file driver-base.yml reads. An image built from
+# the same, less than a day ago (its apt lists), is used again; its label holds their digest.
+DRIVER_IMAGE_INPUTS = (HERE / "driver-base.yml", ROOT / "molecule" / "shared", ROOT / "tests" / "fixtures" / "recorded",
+                       ROOT / "inventories" / "demo", ROOT / "ansible.cfg")
+DRIVER_IMAGE_LABEL = "v100-kill.inputs"
+DRIVER_IMAGE_MAX_AGE = 24 * 3600
+
+
+def driver_image_inputs(base_image):
+    digest = hashlib.sha256(sh("docker", "image", "inspect", "-f", "{{.Id}}", base_image).stdout.encode())
+    for top in DRIVER_IMAGE_INPUTS:
+        for path in sorted([top] if top.is_file() else (p for p in top.rglob("*") if p.is_file())):
+            digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
 def make_driver_image(folder, box):
-    """The driver stage's starting host (tests/kill/driver-base.yml), committed as STAGES["driver"]["image"]."""
-    start_container("local/v100-debian12-systemd:latest", box)
+    """The driver stage's starting host (tests/kill/driver-base.yml), committed as STAGES["driver"]["image"],
+    or the one the last run committed where it was made of the same inputs less than a day ago."""
+    base, image = "local/v100-debian12-systemd:latest", STAGES["driver"]["image"]
+    inputs = driver_image_inputs(base)
+    found = sh("docker", "image", "inspect", "-f", "{{ index .Config.Labels \"%s\" }} {{ .Created }}"
+               % DRIVER_IMAGE_LABEL, image, check=False).stdout.split()
+    # docker prints .Created in UTC (2026-12-06T13:39:12.690827741Z): its first 19 characters are the second.
+    if len(found) == 2 and found[0] == inputs and time.time() - datetime.datetime.fromisoformat(
+            found[1][:19] + "+00:00").timestamp() < DRIVER_IMAGE_MAX_AGE:
+        print("driver image: the last run's (same inputs, made %s)" % found[1][:19], flush=True)
+        return
+    started = time.time()
+    start_container(base, box)
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), MOLECULE_PROJECT_DIRECTORY=str(ROOT))
     done = subprocess.run(["ansible-playbook", "-i", str(inventory(folder / "driver-image", box)),
                            str(HERE / "driver-base.yml")], cwd=ROOT, env=env, text=True, capture_output=True,
                           check=False)
     if done.returncode:
         sys.exit("tests/kill/driver-base.yml failed:\n" + done.stdout[-3000:])
-    sh("docker", "image", "rm", STAGES["driver"]["image"], check=False)  # the last run's, else left dangling
-    sh("docker", "commit", box, STAGES["driver"]["image"])
+    sh("docker", "image", "rm", image, check=False)  # the last run's, else left dangling
+    sh("docker", "commit", "--change", "LABEL %s=%s" % (DRIVER_IMAGE_LABEL, inputs), box, image)
+    print("driver image: made in %ds" % (time.time() - started), flush=True)
 
 
 def fill_wheelhouse():
