@@ -5,7 +5,9 @@ weights, for a decode-speed benchmark that can be compared across machines.
 Shapes: 32 layers, embedding 4096, FFN 14336, 32 heads, 8 KV heads; the llama
 SPM vocabulary from llama.cpp's models/ggml-vocab-llama-spm.gguf (32000
 tokens). The weights are noise: speed depends on shapes and types, not values.
-Usage: make_bench_model.py LLAMA_CPP_SRC OUT.gguf
+The trained context written into the header is 8192, or CONTEXT (e.g. 32768:
+the llama_server role then lets each slot grow up to it); the weights are the same.
+Usage: make_bench_model.py LLAMA_CPP_SRC OUT.gguf [CONTEXT]
 """
 from __future__ import annotations
 
@@ -44,10 +46,10 @@ def finish_model(writer) -> None:
     writer.close()
 
 
-def main(src: Path, out: Path) -> None:
+def main(src: Path, out: Path, context: int = 8192) -> None:
     gguf, writer, n_vocab = start_model(src, out, "llama", "bench-llama-8b-shapes-random")
     writer.add_block_count(LAYERS)
-    writer.add_context_length(8192)
+    writer.add_context_length(context)
     writer.add_embedding_length(EMBD)
     writer.add_feed_forward_length(FFN)
     writer.add_head_count(HEADS)
@@ -83,4 +85,4 @@ def main(src: Path, out: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]), Path(sys.argv[2]))
+    main(Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3]) if len(sys.argv) > 3 else 8192)

@@ -61,6 +61,16 @@ def wait_healthy(server, port, limit=300):
     raise RuntimeError("no /health in %d s" % limit)
 
 
+def stop_server(server):
+    """SIGTERM, then SIGKILL after a minute."""
+    server.terminate()
+    try:
+        server.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
+
+
 def sweep(streams, port):
     results, busy = [], []
 

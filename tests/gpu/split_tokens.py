@@ -29,7 +29,7 @@ import re
 import subprocess
 import sys
 
-from slots_bench import call, wait_healthy  # beside this file
+from slots_bench import call, stop_server, wait_healthy  # beside this file
 
 PORT = 8095
 TOKENS = 48
@@ -64,12 +64,7 @@ def serve(binary, model, mode, cache_k, cache_v, flash, environment, log_path):
     except (OSError, ValueError, KeyError, http.client.HTTPException) as error:
         return {"error": "did not answer: %s" % error}
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        stop_server(server)
 
 
 def marked_lines(log_path):
