@@ -61,7 +61,10 @@ ROLE_FLAGS = {
     "--webui": "llama_server_webui", "--no-webui": "llama_server_webui",
     # The deep health probe tells a busy server from a stuck one by /slots (gpu_service).
     "--no-slots": "nothing: the health probe reads /slots", "--slots": "nothing: /slots is on by default",
-    "-cram": "prompt_cache_mib", "--cache-ram": "prompt_cache_mib",
+    "-cram": "prompt_cache_mib", "--cache-ram": "prompt_cache_mib", "--cache-idle-slots": "prompt_cache_mib",
+    "--no-cache-idle-slots": "prompt_cache_mib",
+    # A cap on each slot below ctx_size / parallel that the memory plan would not see (server-context.cpp).
+    "--kv-unified-per-slot": "ctx_size and parallel (the role sizes each slot)",
 }
 # llama-server's host-RAM prompt cache (--cache-ram MiB; 8192 by default at 0c1e57098, -1 no limit, 0 off:
 # common/arg.cpp, tools/server/server-context.cpp). Before a slot that held a long prompt serves another
@@ -224,15 +227,16 @@ def _setting(where: str, instance: Mapping[str, Any], settings: Mapping[str, Any
 
 
 # What one request needs, named as the role's variables in messages.
-REQUEST_VARIABLES = "llama_server_prompt_tokens_max + llama_server_answer_tokens_max + 1"
+REQUEST_VARIABLES = "llama_server_prompt_tokens_max + llama_server_answer_tokens_max"
 
 
 def request_tokens(settings: Mapping[str, Any]) -> int:
-    """Tokens a slot needs for one request: its longest prompt and its longest answer, and one more.
-    llama-server (tools/server/server-context.cpp at 0c1e57098) answers HTTP 400 to a prompt that does
-    not fit its slot ("exceeds the available context size") and, without context shift (its default),
-    ends an answer once prompt and answer reach the slot's size less one token."""
-    return settings["prompt_tokens_max"] + settings["answer_tokens_max"] + 1
+    """Tokens a slot needs for one request: its longest prompt and its longest answer. llama-server
+    (tools/server/server-context.cpp at 0c1e57098) answers HTTP 400 to a prompt that does not fit its slot
+    ("exceeds the available context size") and, without context shift (its default), ends an answer where
+    prompt and answer fill the slot: in the demo's 2304-token slot a 1792-token prompt got all 512 tokens
+    asked for, a 1793-token one 511 (scripts/test checks the first)."""
+    return settings["prompt_tokens_max"] + settings["answer_tokens_max"]
 
 
 def settings_errors(settings: Mapping[str, Any]) -> List[str]:
@@ -260,12 +264,14 @@ def _short_slot_errors(where: str, instance: Mapping[str, Any], settings: Mappin
     if per_slot >= needed:
         return []
     ctx_label, ctx_size = _setting(where, instance, settings, "ctx_size")
-    np_label = _setting(where, instance, settings, "parallel")[0]
-    return ["%s=%d with %s=%d leaves each slot %d tokens, less than one request needs: %s = %d + %d + 1 = %d "
+    np_label, np_value = _setting(where, instance, settings, "parallel")
+    slots = "%d" % sizing["parallel"] if np_value != AUTO else "auto (%d slot%s)" % (
+        sizing["parallel"], "" if sizing["parallel"] == 1 else "s")
+    return ["%s=%d with %s=%s leaves each slot %d tokens, less than one request needs: %s = %d + %d = %d "
             "(a longer prompt gets HTTP 400 from llama-server). Set ctx_size to auto, or to at least %d, or "
             "fewer parallel slots; or lower llama_server_prompt_tokens_max and llama_server_answer_tokens_max to "
             "what the clients send." % (
-                ctx_label, ctx_size, np_label, sizing["parallel"], per_slot, REQUEST_VARIABLES,
+                ctx_label, ctx_size, np_label, slots, per_slot, REQUEST_VARIABLES,
                 settings["prompt_tokens_max"], settings["answer_tokens_max"], needed,
                 needed if kv_unified else needed * sizing["parallel"])]
 
@@ -431,6 +437,8 @@ def _argv(launch: Mapping[str, Any], ctx_size: int, parallel: int) -> List[str]:
         "--cache-type-v", launch["cache_type_v"],
         "--flash-attn", "on" if launch["flash_attention"] else "off",
         "--cache-ram", str(launch["prompt_cache_mib"]),
+        # Saving idle slots needs the cache (on by default upstream; without it llama-server warns at each start).
+        *(["--no-cache-idle-slots"] if launch["prompt_cache_mib"] == 0 else []),
         # The role sizes the context and layers itself (memory plan); llama.cpp's own fitting
         # (--fit, on by default at 0c1e57098) would only log that it cannot.
         "--fit", "off",
@@ -498,6 +506,8 @@ def _memory_plan(name: str, model: str, model_path: str, gpus: Sequence[int], se
         spec.update(context_per_slot=sizing["ctx_size"], slots=1, sequences_per_stream=sizing["parallel"])
     else:
         spec.update(context_per_slot=-(-sizing["ctx_size"] // sizing["parallel"]), slots=sizing["parallel"])
+    if "choose_slots" not in sizing:
+        spec["request"] = {"tokens": request_tokens(settings), "variable": REQUEST_VARIABLES}
     return spec
 
 

@@ -114,8 +114,9 @@ def size_plan(plan: Mapping[str, Any], budget_mib: Optional[int], shared: str = 
     if plan.get("missing"):
         return skipped(plan, "%s does not exist yet (the models stage fetches it); sized on the next run"
                        % plan["gguf_path"])
-    too_short = choice and trained_context_refusal(name, shape.context_length if shape else None,
-                                                   choice["context_min"], choice["floor_variable"])
+    request = {"tokens": choice["context_min"], "variable": choice["floor_variable"]} if choice else plan.get("request")
+    too_short = request and trained_context_refusal(name, shape.context_length if shape else None,
+                                                    request["tokens"], request["variable"])
     if too_short:
         return {"name": name, "skipped": True, "skip_reason": too_short.reason}, too_short, None
     if not budget_mib:

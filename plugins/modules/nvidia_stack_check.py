@@ -236,6 +236,20 @@ options:
         description: llama.cpp's micro-batch (C(-ub)), for the compute buffer and the sliding-window KV cache.
         type: int
         default: 512
+      request:
+        description:
+          - What one request needs, for a plan with fixed sizes (C(choose_slots) has C(context_min)). A model
+            trained for fewer tokens is refused, since llama-server caps every slot at its trained context.
+        type: dict
+        suboptions:
+          tokens:
+            description: Tokens one request fills (its longest prompt and answer).
+            type: int
+            required: true
+          variable:
+            description: The name the caller gives it, for the refusal's fix.
+            type: str
+            default: request tokens
       kv_unified:
         description:
           - Whether the slots share one KV pool (C(--kv-unified)). With O(memory_plans[].choose_slots) the chosen
@@ -462,6 +476,10 @@ MEMORY_PLAN_SPEC = dict(
     flash_attention=dict(type="bool", default=True),
     ubatch=dict(type="int", default=512),
     sequences_per_stream=dict(type="int", default=1),
+    request=dict(type="dict", options=dict(
+        tokens=dict(type="int", required=True),
+        variable=dict(type="str", default="request tokens"),
+    )),
     kv_unified=dict(type="bool", default=False),
     swa_full=dict(type="bool", default=False),
     tensor_split=dict(type="list", elements="float"),

@@ -29,7 +29,7 @@ def test_one_instance_per_gpu_gets_its_own_device_and_a_staggered_restart():
     assert first["argv"] == [
         "/opt/llama.cpp/b1-abc/bin/llama-server", "--model", "/srv/models/qwen.gguf", "--alias", "qwen",
         "--host", "127.0.0.1", "--port", "8081", "--ctx-size", "8192", "--parallel", "1",
-        "--no-kv-unified", "--batch-size", "2048", "--ubatch-size", "512", "--cache-type-k", "f16", "--cache-type-v", "f16", "--flash-attn", "on", "--cache-ram", "0", "--fit", "off", "--gpu-layers", "999",
+        "--no-kv-unified", "--batch-size", "2048", "--ubatch-size", "512", "--cache-type-k", "f16", "--cache-type-v", "f16", "--flash-attn", "on", "--cache-ram", "0", "--no-cache-idle-slots", "--fit", "off", "--gpu-layers", "999",
         "--metrics", "--no-webui"]
     assert "--split-mode" not in first["argv"]
     assert first["unit"] == "llama-server-a" and first["health_url"] == "http://127.0.0.1:8081/health"
@@ -75,7 +75,8 @@ def test_the_memory_plan_takes_the_context_per_slot_and_the_larger_cache_type():
     assert instance["memory_plan"] == {
         "name": "llama_server_instances a (qwen)", "gguf_path": "/srv/models/qwen.gguf",
         "context_per_slot": 8193, "slots": 3, "kv_cache_type": "q8_0", "gpus": [0], "gpu_count": 1,
-        "tensor_split": None, "split_mode": "layer", "flash_attention": True, "ubatch": 512, "swa_full": False}
+        "tensor_split": None, "split_mode": "layer", "flash_attention": True, "ubatch": 512, "swa_full": False,
+        "request": {"tokens": 6144 + 2048, "variable": "llama_server_prompt_tokens_max + llama_server_answer_tokens_max"}}
 
 
 def test_an_instance_without_gpus_is_planned_over_every_serving_gpu():
@@ -205,8 +206,8 @@ def test_auto_asks_the_host_to_choose_the_slots():
                                  llama_server_settings(ctx_size="auto", parallel="auto"), MODELS)["instances"]
     assert "argv" not in instance
     assert instance["memory_plan"]["choose_slots"] == {
-        "slots_min": 1, "slots_max": 16, "context_min": 6143 + 2048 + 1, "context_max": 32768,
-        "floor_variable": "llama_server_prompt_tokens_max + llama_server_answer_tokens_max + 1"}
+        "slots_min": 1, "slots_max": 16, "context_min": 6144 + 2048, "context_max": 32768,
+        "floor_variable": "llama_server_prompt_tokens_max + llama_server_answer_tokens_max"}
     assert instance["memory_plan"]["kv_unified"] is False
     assert "context_per_slot" not in instance["memory_plan"]
 
@@ -290,7 +291,7 @@ def test_a_tensor_split_reaches_the_memory_plan():
 
 
 @pytest.mark.parametrize(("changes", "expected"), [
-    ({"prompt_tokens_max": 32768}, "llama_server_prompt_tokens_max + llama_server_answer_tokens_max + 1 = 34817 "
+    ({"prompt_tokens_max": 32768}, "llama_server_prompt_tokens_max + llama_server_answer_tokens_max = 34816 "
                                    "tokens is more than llama_server_slot_context_max=32768: raise the maximum, or "
                                    "lower the longest prompt or answer."),
     ({"answer_tokens_max": 0}, "llama_server_answer_tokens_max=0 must be a positive whole number."),
@@ -402,7 +403,7 @@ def test_an_absolute_split_part_1_restarts_the_server_when_any_part_changes():
     assert {"/data/Q-00001-of-00002.gguf", "/data/Q-00002-of-00002.gguf"} <= set(instance["inputs"])
 
 
-# --- the workload: every slot holds one request (llama_server_prompt_tokens_max + _answer_tokens_max + 1) -------
+# --- the workload: every slot holds one request (llama_server_prompt_tokens_max + _answer_tokens_max) -----------
 
 IDE = {"prompt_tokens_max": 16384, "answer_tokens_max": 4096}
 
@@ -411,17 +412,18 @@ IDE = {"prompt_tokens_max": 16384, "answer_tokens_max": 4096}
     # The example inventory's commented instance before issue 35: 2 slots of 8192.
     ({"ctx_size": 16384}, dict(IDE, parallel=2),
      "llama_server_instances[0] (a).ctx_size=16384 with llama_server_parallel=2 leaves each slot 8192 tokens, less "
-     "than one request needs: llama_server_prompt_tokens_max + llama_server_answer_tokens_max + 1 = 16384 + 4096 "
-     "+ 1 = 20481 (a longer prompt gets HTTP 400 from llama-server). Set ctx_size to auto, or to at least 40962, or "
+     "than one request needs: llama_server_prompt_tokens_max + llama_server_answer_tokens_max = 16384 + 4096 = "
+     "20480 (a longer prompt gets HTTP 400 from llama-server). Set ctx_size to auto, or to at least 40960, or "
      "fewer parallel slots; or lower llama_server_prompt_tokens_max and llama_server_answer_tokens_max to what "
      "the clients send."),
     # parallel auto still gives one slot: of 16384 tokens, short of 20480.
-    ({"ctx_size": 16384}, dict(IDE, parallel="auto"), "leaves each slot 16384 tokens"),
+    ({"ctx_size": 16384}, dict(IDE, parallel="auto"),
+     "ctx_size=16384 with llama_server_parallel=auto (1 slot) leaves each slot 16384 tokens"),
     # The role-wide ctx_size is named as the role variable.
     ({"parallel": 4}, dict(IDE, ctx_size=65536), "llama_server_ctx_size=65536 with llama_server_instances[0] "
                                                  "(a).parallel=4 leaves each slot 16384 tokens"),
     # A unified pool lets one request take all of it: only the whole pool must hold one.
-    ({"ctx_size": 16384, "parallel": 4, "kv_unified": True}, IDE, "at least 20481, or fewer"),
+    ({"ctx_size": 16384, "parallel": 4, "kv_unified": True}, IDE, "at least 20480, or fewer"),
 ])
 def test_a_fixed_size_that_leaves_a_slot_less_than_one_request_is_refused(instance, settings, expected):
     result = plan([dict({"name": "a", "model": "qwen", "port": 1}, **instance)], **settings)
@@ -430,9 +432,9 @@ def test_a_fixed_size_that_leaves_a_slot_less_than_one_request_is_refused(instan
 
 
 @pytest.mark.parametrize("instance", [
-    {"ctx_size": 20481},
-    {"ctx_size": 40962, "parallel": 2},
-    {"ctx_size": 20481, "parallel": 4, "kv_unified": True},
+    {"ctx_size": 20480},
+    {"ctx_size": 40960, "parallel": 2},
+    {"ctx_size": 20480, "parallel": 4, "kv_unified": True},
     {"ctx_size": 100000},  # parallel auto: 4 slots of 25000
 ])
 def test_a_fixed_size_that_holds_one_request_a_slot_is_kept(instance):
@@ -440,8 +442,3 @@ def test_a_fixed_size_that_holds_one_request_a_slot_is_kept(instance):
     assert result["errors"] == []
     assert result["instances"][0]["ctx_size"] == instance["ctx_size"]
 
-
-def test_an_answer_needs_one_token_more_than_prompt_and_answer():
-    # llama-server ends an answer once prompt + answer reach the slot's size less one (process_token).
-    assert plan([{"name": "a", "model": "qwen", "port": 1, "ctx_size": 20480}], **IDE)["errors"]
-    assert not plan([{"name": "a", "model": "qwen", "port": 1, "ctx_size": 20481}], **IDE)["errors"]

@@ -272,6 +272,14 @@ def test_a_model_trained_for_less_than_the_floor_is_refused_before_any_sizing(ca
     assert code == 1 and "is trained for 8192 tokens" in result["msg"]
 
 
+def test_a_fixed_plan_whose_model_is_trained_for_less_than_one_request_is_refused(capsys):
+    plan = {"name": "smollm2", "gguf_path": str(SMOLLM2_PREFIX), "context_per_slot": 16384, "slots": 2,
+            "request": {"tokens": 12000, "variable": "llama_server_prompt_tokens_max + llama_server_answer_tokens_max"}}
+    code, result = run(capsys, module_args(memory_plans=[plan]))
+    assert code == 1 and "- memory_plans=smollm2 is trained for 8192 tokens of context, less than the 12000" in result["msg"]
+    assert run(capsys, module_args(memory_plans=[dict(plan, request={"tokens": 8192})]))[0] == 0
+
+
 def test_choose_slots_sizes_from_the_real_gguf_and_the_gpu(capsys):
     # SmolLM2-135M was trained on 8192 tokens: the floor and the ceiling stop there.
     plan = {"name": "smollm2", "gguf_path": str(SMOLLM2_PREFIX), "choose_slots": FLOOR_8K}
