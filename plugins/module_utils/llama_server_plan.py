@@ -175,7 +175,7 @@ def _instance_errors(where: str, instance: Mapping[str, Any], settings: Mapping[
             sizes_valid = False
             errors.append("%s=%r must be a positive whole number, or auto (sized to the GPU's memory)." % (
                 label, value))
-    if sizes_valid and not settings_errors(settings):
+    if sizes_valid:  # the role-wide settings were checked first (plan_instances)
         errors += _short_slot_errors(where, instance, settings)
     for key in ("batch_size", "ubatch_size"):
         label, value = _setting(where, instance, settings, key)
@@ -501,13 +501,14 @@ def _memory_plan(name: str, model: str, model_path: str, gpus: Sequence[int], se
     if "choose_slots" in sizing:
         spec.update(choose_slots=dict(sizing["choose_slots"], floor_variable=REQUEST_VARIABLES),
                     kv_unified=launch["kv_unified"])
-    elif launch["kv_unified"]:
+        return spec
+    # Fixed sizes: the request is given on its own, for the model's trained context.
+    spec["request"] = {"tokens": request_tokens(settings), "variable": REQUEST_VARIABLES}
+    if launch["kv_unified"]:
         # One stream of -c cells that every slot shares (memory_plan.llama_server_kv_cells).
         spec.update(context_per_slot=sizing["ctx_size"], slots=1, sequences_per_stream=sizing["parallel"])
     else:
         spec.update(context_per_slot=-(-sizing["ctx_size"] // sizing["parallel"]), slots=sizing["parallel"])
-    if "choose_slots" not in sizing:
-        spec["request"] = {"tokens": request_tokens(settings), "variable": REQUEST_VARIABLES}
     return spec
 
 
