@@ -560,10 +560,15 @@ def _fewer_slots(plan: MemoryPlan) -> Optional[str]:
     return "lower slots to %d (from %d)" % (slots, plan.slots)
 
 
-def _smaller_kv_cache(plan: MemoryPlan) -> Optional[str]:
-    current_bytes, current_elements = KV_CACHE_TYPES[plan.kv_cache_type]
+def smaller_kv_cache_saves(kv_cache_type: str) -> bool:
+    """Whether SMALLER_KV_CACHE_TYPE takes less memory per element than kv_cache_type."""
+    current_bytes, current_elements = KV_CACHE_TYPES[kv_cache_type]
     smaller_bytes, smaller_elements = KV_CACHE_TYPES[SMALLER_KV_CACHE_TYPE]
-    if current_bytes * smaller_elements <= smaller_bytes * current_elements:
+    return current_bytes * smaller_elements > smaller_bytes * current_elements
+
+
+def _smaller_kv_cache(plan: MemoryPlan) -> Optional[str]:
+    if not smaller_kv_cache_saves(plan.kv_cache_type):
         return None
     smaller = _replan(plan, kv_cache_type=SMALLER_KV_CACHE_TYPE)
     if not smaller.fits:

@@ -9,18 +9,21 @@ none). The arithmetic of one plan is memory_plan.plan_memory's.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ansible.module_utils.memory_plan import (
     DEFAULT_COMPUTE_BUFFER_MIB,
     MIB,
+    SMALLER_KV_CACHE_TYPE,
     GpuUse,
     MemoryPlan,
+    SlotChoice,
     choose_slots,
     estimate_compute_buffer_mib,
     overcommitted,
     plan_memory,
     shared_budget_mib,
+    smaller_kv_cache_saves,
     trained_context_refusal,
     unsized_slots,
 )
@@ -122,7 +125,7 @@ def size_plan(plan: Mapping[str, Any], budget_mib: Optional[int], shared: str = 
     if not budget_mib:
         return skipped(plan, "no GPU memory size is known: no serving GPU, and no gpu_memory_mib")
 
-    def plan_for(slots: int, context_per_slot: int) -> MemoryPlan:
+    def plan_for(slots: int, context_per_slot: int, kv_cache_type: str = plan["kv_cache_type"]) -> MemoryPlan:
         # A unified cache is one stream of every slot's cells, shared by the slots.
         streams, cells, sequences = (1, slots * context_per_slot, slots) if plan["kv_unified"] \
             else (slots, context_per_slot, plan["sequences_per_stream"])
@@ -134,7 +137,7 @@ def size_plan(plan: Mapping[str, Any], budget_mib: Optional[int], shared: str = 
             name, layers=shape.layers if shape else plan["layers"], kv_heads=shape.kv_heads if shape else
             plan["kv_heads"], head_dim=shape.head_dim if shape else plan["head_dim"],
             weights_bytes=plan["weights_bytes"] if shape else plan["weights_mib"] * MIB,
-            context_per_slot=cells, slots=streams, gpu_memory_mib=budget_mib, kv_cache_type=plan["kv_cache_type"],
+            context_per_slot=cells, slots=streams, gpu_memory_mib=budget_mib, kv_cache_type=kv_cache_type,
             gpu_count=plan["gpu_count"], compute_buffer_mib=compute_buffer_mib, overhead_mib=plan["overhead_mib"],
             safety_margin_mib=plan["safety_margin_mib"], layout=shape.kv_layout if shape else None,
             ubatch=plan["ubatch"], sequences_per_stream=sequences, swa_full=plan["swa_full"],
@@ -151,9 +154,26 @@ def size_plan(plan: Mapping[str, Any], budget_mib: Optional[int], shared: str = 
     if not chosen:
         return result, _refusal(sized, shared, choice["floor_variable"]), None
     reason = "%s, within %s" % (chosen.reason, shared) if shared else chosen.reason
+    reason += _smaller_kv_cache_note(plan, plan_for, chosen, choice, shape.context_length if shape else None)
     result.update(chosen_slots=chosen.slots, chosen_context_per_slot=chosen.context_per_slot, choice=reason,
                   message="%s; %s" % (reason, result["message"]))
     return result, None, None
+
+
+def _smaller_kv_cache_note(plan: Mapping[str, Any], plan_for: Callable[..., MemoryPlan], chosen: SlotChoice,
+                           choice: Mapping[str, Any], n_ctx_train: Optional[int]) -> str:
+    """Where the plan's KV cache type leaves one slot and q8_0 would hold more, say so; the plan keeps its
+    type. A q8_0 cache decoded 7 % slower than f16 at an empty context and 22 % with 16k tokens in the slot
+    (docs/BENCHMARKS.md): worth it for a second user at once, which only the owner can weigh."""
+    if chosen.slots > 1 or choice["slots_max"] < 2 or not plan["flash_attention"] \
+            or not smaller_kv_cache_saves(plan["kv_cache_type"]):
+        return ""
+    _, smaller = choose_slots(lambda slots, context: plan_for(slots, context, SMALLER_KV_CACHE_TYPE),
+                              n_ctx_train=n_ctx_train, **_bounds(choice))
+    if smaller is None or smaller.slots <= chosen.slots:
+        return ""
+    return " (kv_cache_type %s would hold %d slots x %d tokens, each decoding 7-22 %% slower: " \
+           "docs/BENCHMARKS.md)" % (SMALLER_KV_CACHE_TYPE, smaller.slots, smaller.context_per_slot)
 
 
 def _refusal(sized: MemoryPlan, shared: str, floor_variable: str = "") -> Optional[Refusal]:

@@ -326,6 +326,20 @@ def test_the_module_defaults_are_the_planner_s():
     assert nvidia_stack_check.MEMORY_PLAN_SPEC["safety_margin_mib"]["default"] == DEFAULT_SAFETY_MARGIN_MIB == 1024
 
 
+def test_a_choice_of_one_f16_slot_says_what_q8_0_would_hold(capsys):
+    # 3000 MiB left for KV: one f16 slot of 8192 tokens (2048 MiB), two q8_0 ones (1088 MiB each).
+    plan = dict(QWEN_32B_Q4, name="tight", weights_mib=32768 - 512 - 600 - 307 - 3000, choose_slots=FLOOR_8K)
+    code, result = run(capsys, module_args(memory_plans=[plan]))
+    assert code == 0, result
+    [sized] = result["memory_plans"]
+    assert sized["chosen_slots"] == 1 and sized["kv_cache_type"] == "f16"  # the plan keeps its type
+    assert sized["choice"].endswith("(kv_cache_type q8_0 would hold 2 slots x 11264 tokens, each decoding 7-22 % "
+                                    "slower: docs/BENCHMARKS.md)")
+    # Not said where q8_0 is already set, or where one slot is all that was asked.
+    for quiet in (dict(plan, kv_cache_type="q8_0"), dict(plan, choose_slots=dict(FLOOR_8K, slots_max=1))):
+        assert "would hold" not in run(capsys, module_args(memory_plans=[quiet]))[1]["memory_plans"][0]["choice"]
+
+
 def test_two_auto_plans_on_one_gpu_split_it(capsys):
     plans = [dict(QWEN_32B_Q4, name=name, gpus=[0], weights_mib=4000, choose_slots=FLOOR_8K) for name in ("a", "b")]
     code, result = run(capsys, module_args(gpus=[v100_pcie_32gb(0), v100_pcie_32gb(1)], memory_plans=plans))
