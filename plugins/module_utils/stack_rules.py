@@ -534,7 +534,7 @@ def check_cuda_toolkit(request: StackRequest, gpus: Sequence[Gpu]) -> List[Refus
     match = _CUDA_VERSION.match(value)
     if match is None:
         return [Refusal("cuda_toolkit_version", value,
-                        "is not a CUDA toolkit version of the form 12.x or 13.x", fix, SOURCE_CUDA)]
+                        "is not a CUDA release as major.minor, quoted (e.g. \"12.4\")", fix, SOURCE_CUDA)]
     toolkit = (int(match.group(1)), int(match.group(2)))
     if toolkit[0] not in CUDA_TOOLKIT_MAJORS:
         return [Refusal("cuda_toolkit_version", value,

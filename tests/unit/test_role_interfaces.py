@@ -1,8 +1,9 @@
 """Every role's documented interface matches what it really reads.
 
 meta/argument_specs.yml is what Ansible validates input against and what the
-README repeats; defaults/main.yml is what the role falls back to. A variable in
-one and not the other, or two different defaults, is a bug a user would trip on.
+README's table is written from (scripts/role_docs.py); defaults/main.yml is
+what the role falls back to. A variable in one and not the other, or two
+different defaults, is a bug a user would trip on.
 """
 from __future__ import annotations
 
@@ -42,13 +43,6 @@ def test_role_variables_carry_the_role_prefix(role):
     # vllm must not define vllm_server_*: the prefix names one owner (role_default relies on it).
     longer = [r.name for r in ROLES if r.name.startswith(role.name + "_")]
     assert [n for n in defaults if any(n.startswith(other + "_") for other in longer)] == []
-
-
-@pytest.mark.parametrize("role", ROLES, ids=lambda p: p.name)
-def test_role_readme_documents_every_variable(role):
-    readme = (role / "README.md").read_text()
-    missing = [n for n in _load(role / "defaults" / "main.yml") if f"`{n}`" not in readme]
-    assert missing == []
 
 
 # `name | default(x)`, `name|d(x)`, across a line break, with or without `, true`.

@@ -298,10 +298,10 @@ def test_newer_branch_than_the_table_does_not_cap_the_toolkit():
     assert_passes(request(nvidia_driver_branch="590", cuda_toolkit_version="13.1"), [h200()])
 
 
-@pytest.mark.parametrize("value", ["12", "12.4.1", "cuda-12.4", "twelve"])
+@pytest.mark.parametrize("value", ["12", "12.4.1", "cuda-12.4", "twelve", "12.x"])
 def test_malformed_toolkit_refused(value):
     message = refused_once(request(cuda_toolkit_version=value), [v100_pcie_32gb()], "cuda_toolkit_version")
-    assert "is not a CUDA toolkit version of the form 12.x or 13.x" in message
+    assert 'is not a CUDA release as major.minor, quoted (e.g. "12.4")' in message
     assert "Use 12.9 (the default for ubuntu2204 with the 580 branch)" in message
 
 
