@@ -18,6 +18,7 @@ import posixpath
 import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from ansible.module_utils.memory_plan import slot_cells
 from ansible.module_utils.model_sources import split_parts
 
 INSTANCE_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
@@ -234,8 +235,9 @@ def request_tokens(settings: Mapping[str, Any]) -> int:
     """Tokens a slot needs for one request: its longest prompt and its longest answer. llama-server
     (tools/server/server-context.cpp at 0c1e57098) answers HTTP 400 to a prompt that does not fit its slot
     ("exceeds the available context size") and, without context shift (its default), ends an answer where
-    prompt and answer fill the slot: in the demo's 2304-token slot a 1792-token prompt got all 512 tokens
-    asked for, a 1793-token one 511 (scripts/test checks the first)."""
+    prompt and answer fill the slot (it stops once prompt + answer + 1 reaches the slot, before the last
+    sampled token is added): a prompt of P tokens gets slot - P. scripts/test checks it on the demo's
+    2048-token slot: a 1536-token prompt gets its 512 tokens, and a 2048-token one HTTP 400."""
     return settings["prompt_tokens_max"] + settings["answer_tokens_max"]
 
 
@@ -258,8 +260,7 @@ def _short_slot_errors(where: str, instance: Mapping[str, Any], settings: Mappin
     if "ctx_size" not in sizing:
         return []
     kv_unified = instance.get("kv_unified", settings["kv_unified"])
-    # With --kv-unified one request may take the whole pool; otherwise each slot has ctx_size / parallel.
-    per_slot = sizing["ctx_size"] if kv_unified else sizing["ctx_size"] // sizing["parallel"]
+    per_slot = slot_cells(sizing["ctx_size"], sizing["parallel"], kv_unified)
     needed = request_tokens(settings)
     if per_slot >= needed:
         return []
@@ -467,7 +468,8 @@ def _sizing(instance: Mapping[str, Any], settings: Mapping[str, Any]) -> Dict[st
     ctx_size = instance.get("ctx_size", settings["ctx_size"])
     parallel = instance.get("parallel", settings["parallel"])
     if ctx_size != AUTO and parallel == AUTO:
-        parallel = max(1, min(settings["slots_max"], ctx_size // request_tokens(settings)))
+        parallel = max([count for count in range(1, settings["slots_max"] + 1)
+                        if slot_cells(ctx_size, count, False) >= request_tokens(settings)] or [1])
     if ctx_size != AUTO:
         return {"ctx_size": ctx_size, "parallel": parallel}
     slots_min, slots_max = (1, settings["slots_max"]) if parallel == AUTO else (parallel, parallel)
@@ -508,7 +510,7 @@ def _memory_plan(name: str, model: str, model_path: str, gpus: Sequence[int], se
         # One stream of -c cells that every slot shares (memory_plan.llama_server_kv_cells).
         spec.update(context_per_slot=sizing["ctx_size"], slots=1, sequences_per_stream=sizing["parallel"])
     else:
-        spec.update(context_per_slot=-(-sizing["ctx_size"] // sizing["parallel"]), slots=sizing["parallel"])
+        spec.update(context_per_slot=slot_cells(sizing["ctx_size"], sizing["parallel"], False), slots=sizing["parallel"])
     return spec
 
 

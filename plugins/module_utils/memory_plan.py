@@ -291,12 +291,18 @@ def llama_server_kv_cells(ctx_size: int, parallel: int, kv_unified: bool, n_ctx_
     Measured on llama.cpp 0c1e57098 (tests/fixtures/llama_cpp/): `-c` is the
     total over all slots and 0 means the model's training context. A unified
     cache is one stream of `-c` cells that every slot shares; otherwise each
-    slot gets a stream of ceil(c / np) cells. Streams are padded up to 256 cells.
+    slot gets a stream of its share (slot_cells).
     """
     total = ctx_size or n_ctx_train
-    if kv_unified:
-        return _pad_cells(total), 1
-    return _pad_cells(-(-total // parallel)), parallel
+    return slot_cells(total, parallel, kv_unified), 1 if kv_unified else parallel
+
+
+def slot_cells(ctx_size: int, parallel: int, kv_unified: bool) -> int:
+    """Cells each slot of `-c ctx_size -np parallel` gets (src/llama-context.cpp at 0c1e57098): `-c` padded to
+    256 cells; with --kv-unified every slot may use the whole pool, otherwise each gets its share, padded to 256
+    again."""
+    total = _pad_cells(ctx_size)
+    return total if kv_unified else _pad_cells(total // parallel)
 
 
 def _pad_cells(cells: int) -> int:

@@ -25,6 +25,9 @@ MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 # A file name inside models_dir: no folders, no hidden files.
 FILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
 HF_REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+# A Hugging Face revision is a git branch, tag or commit id: git-check-ref-format(1) refuses control
+# characters, space, ~ ^ : ? * [ and \, "..", "@{" and "//", a leading "-", and an ending "/", "." or ".lock".
+GIT_REF = re.compile(r"^(?!-)(?!.*(?:\.\.|@\{|//))[^\x00-\x20\x7f~^:?*\[\\]+(?<![/.])(?<!\.lock)$")
 # llama.cpp's name for part N of a split GGUF set (llama_split_path in src/llama.cpp at the pinned commit:
 # "%s-%05d-of-%05d.gguf"); its loader finds parts 2..N next to part 1 by that name.
 SPLIT_PART = re.compile(r"^(?P<prefix>.+)-(?P<part>[0-9]{5})-of-(?P<count>[0-9]{5})\.gguf$")
@@ -111,6 +114,10 @@ def _entry_errors(index: int, entry: Mapping[str, Any]) -> List[str]:
     if revision is not None and (not isinstance(revision, str) or not revision):
         errors.append("%s (%s).hf_revision=%r is not a branch, tag or commit id: quote it (YAML reads a commit id "
                       "of digits only as a number)." % (where, name, revision))
+    elif revision is not None and not GIT_REF.match(revision):
+        errors.append("%s (%s).hf_revision=%r is not a branch, tag or commit id (git refuses spaces and ~^:?*[\\ "
+                      "in one): set the commit id the repository's Files page shows (its history: \"Copy full "
+                      "SHA\")." % (where, name, revision))
     if entry.get("hf_repo"):
         if not HF_REPO.match(str(entry["hf_repo"])):
             errors.append("%s (%s).hf_repo=%r is not a Hugging Face repository: use owner/name, e.g. "

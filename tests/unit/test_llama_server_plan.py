@@ -69,12 +69,24 @@ def test_row_split_is_selectable():
     assert argv[argv.index("--split-mode") + 1] == "row"
 
 
+def test_a_fixed_size_is_judged_by_the_slot_llama_cpp_pads_it_to():
+    # 40800 / 2 = 20400 < 20480, but llama.cpp gives each slot pad256(pad256(40800) // 2) = 20480 cells.
+    workload = {"prompt_tokens_max": 16384, "answer_tokens_max": 4096}
+    fits = plan([{"name": "a", "model": "qwen", "port": 1, "ctx_size": 40800, "parallel": 2}], **workload)
+    assert fits["errors"] == []
+    auto = plan([{"name": "a", "model": "qwen", "port": 1, "ctx_size": 40800, "parallel": "auto"}], **workload)
+    assert auto["instances"][0]["sizing"] == {"ctx_size": 40800, "parallel": 2}
+    short = plan([{"name": "a", "model": "qwen", "port": 1, "ctx_size": 40448, "parallel": 2}], **workload)
+    assert "leaves each slot 20224 tokens" in short["errors"][0]
+
+
 def test_the_memory_plan_takes_the_context_per_slot_and_the_larger_cache_type():
     instance = plan([{"name": "a", "model": "qwen", "port": 1, "gpus": [0], "ctx_size": 24577, "parallel": 3,
                       "cache_type_k": "q8_0", "cache_type_v": "q4_0"}])["instances"][0]
     assert instance["memory_plan"] == {
         "name": "llama_server_instances a (qwen)", "gguf_path": "/srv/models/qwen.gguf",
-        "context_per_slot": 8193, "slots": 3, "kv_cache_type": "q8_0", "gpus": [0], "gpu_count": 1,
+        # llama.cpp pads -c to 256 cells (24832), then each slot's share (8277) to 256 again.
+        "context_per_slot": 8448, "slots": 3, "kv_cache_type": "q8_0", "gpus": [0], "gpu_count": 1,
         "tensor_split": None, "split_mode": "layer", "flash_attention": True, "ubatch": 512, "swa_full": False,
         "request": {"tokens": 6144 + 2048, "variable": "llama_server_prompt_tokens_max + llama_server_answer_tokens_max"}}
 

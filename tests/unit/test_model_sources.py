@@ -51,6 +51,9 @@ def test_hf_revision_defaults_to_main():
     ({"name": "x", "hf_repo": "a/b", "hf_include": "*.json"}, "hf_include='*.json' must be a list"),
     ({"name": "x", "hf_repo": "a/b", "hf_include": ["original/*"]}, "top level"),
     ({"name": "x", "hf_repo": "a/b", "hf_revision": 0}, "hf_revision=0 is not a branch, tag or commit id: quote it"),
+    ({"name": "x", "hf_repo": "a/b", "hf_revision": "<the commit id on the repository's Files page>"},
+     "is not a branch, tag or commit id (git refuses spaces"),
+    ({"name": "x", "hf_repo": "a/b", "hf_revision": "v1..v2"}, "is not a branch, tag or commit id (git refuses"),
     ({"name": "x", "url": "https://m/x.gguf", "sha256": SHA, "hf_include": ["*"]}, "hf_include without being"),
     ({"name": "x", "url": "https://m/x.gguf", "controller_file": "/x", "sha256": SHA}, "names url and controller_file"),
     ({"name": "x"}, "names no source"),
@@ -65,6 +68,11 @@ def test_bad_entries_are_refused_with_what_to_set(entry, expected):
     result = plan([entry])
     assert result["models"] == []
     assert any(expected in error for error in result["errors"]), result["errors"]
+
+
+@pytest.mark.parametrize("revision", ["main", "v1.0", "refs/pr/1", "7cd0121f2530b00e42c4df952d4cad4418c0b3c1"])
+def test_branches_tags_and_commit_ids_are_revisions(revision):
+    assert plan([{"name": "x", "hf_repo": "a/b", "hf_revision": revision}])["errors"] == []
 
 
 def test_duplicate_names_and_files_are_refused():
