@@ -236,6 +236,8 @@ class FilterModule:
             "vllm_server_plan": _VLLM.plan_server,
             # llama_server_instances | vllm_shared_gpu_errors(serving GPUs, vllm_server_gpus, utilization) -> [...]
             "vllm_shared_gpu_errors": _VLLM.shared_gpu_errors,
+            # llama_server_instances | vllm_port_clash_errors(llama_server_host, vllm_server_host, vllm_server_port)
+            "vllm_port_clash_errors": _VLLM.port_clash_errors,
             # {index_url, extra_index_urls, wheelhouse, ca_bundle, proxy} | pip_plan -> {"errors", "args", "environment"}
             "pip_plan": _PIP.pip_plan,
             # config.json | hf_model_shape -> {layers, kv_heads, head_dim, architecture, quantization, dtype, ...}

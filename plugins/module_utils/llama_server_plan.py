@@ -80,6 +80,7 @@ KV_CACHE_RANK = {"f32": 4.0, "f16": 2.0, "bf16": 2.0, "q8_0": 34 / 32, "q5_1": 2
                  "q4_1": 20 / 32, "q4_0": 18 / 32, "iq4_nl": 18 / 32}
 SHORTHAND_CALENDARS = {"daily": "*-*-* 00:00:00", "weekly": "Mon *-*-* 00:00:00"}
 CALENDAR_TIME = re.compile(r"^(?P<hour>\d{1,2}):(?P<minute>\d{2})(?::(?P<second>\d{2}))?$")
+CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def is_loopback(host: str) -> bool:
@@ -96,6 +97,16 @@ def local_base_url(host: str, port: int) -> str:
     return "http://%s:%d" % (address, port)
 
 
+def calendar_time_checked(expression: str) -> None:
+    """Raise ValueError for an OnCalendar expression whose time of day does not exist (25:00); one that ends
+    otherwise ("hourly", "Mon..Fri *-*-* *:00") is systemd's to judge."""
+    last = SHORTHAND_CALENDARS.get(expression.strip(), expression.strip()).rpartition(" ")[2]
+    match = CALENDAR_TIME.match(last)
+    if match and (int(match.group("hour")) > 23 or int(match.group("minute")) > 59
+                  or int(match.group("second") or 0) > 59):
+        raise ValueError("has no such time of day")
+
+
 def staggered_calendar(base: str, offset_minutes: int) -> str:
     """Shift a systemd OnCalendar expression's time of day by offset_minutes.
 
@@ -108,10 +119,12 @@ def staggered_calendar(base: str, offset_minutes: int) -> str:
     match = CALENDAR_TIME.match(last)
     if not match:
         raise ValueError("%r does not end with a fixed time of day (HH:MM or HH:MM:SS)" % base)
+    try:
+        calendar_time_checked(expression)
+    except ValueError as error:
+        raise ValueError("%r %s" % (base, error)) from None
     hour, minute = int(match.group("hour")), int(match.group("minute"))
     second = int(match.group("second") or 0)
-    if hour > 23 or minute > 59 or second > 59:
-        raise ValueError("%r has no such time of day" % base)
     total = hour * 60 + minute + offset_minutes
     if total >= 24 * 60:
         raise ValueError("%r plus %d minutes passes midnight" % (base, offset_minutes))
@@ -208,6 +221,21 @@ def _instance_errors(where: str, instance: Mapping[str, Any], settings: Mapping[
     elif not is_loopback(host) and not (instance.get("api_key") or settings["api_key_set"]):
         errors.append("%s.host=%s listens beyond this machine without an API key: set llama_server_api_key "
                       "(in a vault) or the instance's api_key, or keep host 127.0.0.1." % (where, host))
+    key = instance.get("api_key")
+    if key not in (None, "") and (not isinstance(key, str) or not key.strip() or CONTROL_CHARACTERS.search(key)):
+        # llama-server reads one key per line of --api-key-file; a blank key makes the probes' header invalid.
+        errors.append("%s.api_key is blank or holds a control character (a newline from a vault file?): llama-server "
+                      "would read it as other keys. Strip it." % where)
+    schedule = instance.get("restart_schedule")
+    if schedule not in (None, ""):
+        try:
+            if not isinstance(schedule, str):
+                raise ValueError("is not an OnCalendar expression")
+            calendar_time_checked(schedule)
+        except ValueError as error:
+            errors.append("%s.restart_schedule=%r %s: systemd would refuse the timer. Give an OnCalendar "
+                          "expression such as '*-*-* 04:00:00', or \"\" for no scheduled restart." % (
+                              where, schedule, error))
     extra = instance.get("extra_args", [])
     if not isinstance(extra, list):
         errors.append("%s.extra_args must be a list of arguments." % where)

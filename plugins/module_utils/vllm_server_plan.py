@@ -449,6 +449,26 @@ def memory_verdict(plan: Mapping[str, Any]) -> str:
     return "does not fit: %s. To fit: %s" % (arithmetic, ", ".join(remedies))
 
 
+# Addresses that take a port on every interface, so another server's address there clashes too.
+WILDCARD_HOSTS = ("0.0.0.0", "::", "")
+
+
+def port_clash_errors(llama_instances: Sequence[Any], llama_host: str, vllm_host: str, vllm_port: Any) -> List[str]:
+    """llama-server instances on vLLM's port and address: whichever server starts second cannot listen, and its
+    unit restarts in a loop. Two specific addresses may share a port; a wildcard address clashes with any."""
+    errors = []
+    for index, instance in enumerate(llama_instances):
+        if not isinstance(instance, Mapping) or instance.get("port") != vllm_port:
+            continue  # llama_server's own checks refuse a malformed instance
+        host = instance.get("host", llama_host)
+        if host == vllm_host or host in WILDCARD_HOSTS or vllm_host in WILDCARD_HOSTS:
+            errors.append(
+                "llama_server_instances[%d] (%s).port=%s is vllm_server_port too (addresses %s and %s): the server "
+                "that starts second cannot listen. Give the instance another port, or set vllm_server_port." % (
+                    index, instance.get("name"), vllm_port, host, vllm_host))
+    return errors
+
+
 def shared_gpu_errors(llama_instances: Sequence[Any], serving_gpus: Sequence[int], vllm_gpus: Sequence[int],
                       vllm_utilization: float) -> List[str]:
     """llama-server instances on a GPU vLLM also serves from. vLLM 0.5.4 sizes its KV cache to

@@ -454,3 +454,19 @@ def test_a_fixed_size_that_holds_one_request_a_slot_is_kept(instance):
     assert result["errors"] == []
     assert result["instances"][0]["ctx_size"] == instance["ctx_size"]
 
+
+
+@pytest.mark.parametrize("key", ["two\nkeys", "   ", "tab\tin"])
+def test_an_instance_key_that_llama_server_would_misread_is_refused(key):
+    errors = plan([{"name": "a", "model": "qwen", "port": 1, "api_key": key}])["errors"]
+    assert errors == ["llama_server_instances[0] (a).api_key is blank or holds a control character (a newline from "
+                      "a vault file?): llama-server would read it as other keys. Strip it."]
+
+
+def test_an_instance_restart_schedule_is_checked_where_it_names_a_time():
+    errors = plan([{"name": "a", "model": "qwen", "port": 1, "restart_schedule": "*-*-* 25:00"}])["errors"]
+    assert errors == ["llama_server_instances[0] (a).restart_schedule='*-*-* 25:00' has no such time of day: systemd "
+                      "would refuse the timer. Give an OnCalendar expression such as '*-*-* 04:00:00', or \"\" for "
+                      "no scheduled restart."]
+    for fine in ("hourly", "Mon..Fri *-*-* 03:30", ""):
+        assert plan([{"name": "a", "model": "qwen", "port": 1, "restart_schedule": fine}])["errors"] == []

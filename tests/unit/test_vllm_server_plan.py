@@ -15,6 +15,7 @@ from ansible.module_utils.vllm_server_plan import (
     plan_memory,
     plan_server,
     refused_extra_args,
+    port_clash_errors,
     shared_gpu_errors,
     weights_bytes,
 )
@@ -311,3 +312,18 @@ def test_llama_server_instances_on_vllms_gpus_are_refused():
                                 "serves: vLLM takes vllm_server_gpu_memory_utilization=0.9 of each")
     assert errors[1].startswith("llama_server_instances[1] (all) runs on GPU 0,1,")
     assert shared_gpu_errors(instances[2:], [0, 1, 2], [0, 1], 0.9) == []
+
+
+def test_llama_server_instances_on_vllms_port_and_address_are_refused():
+    instances = [{"name": "same", "model": "m", "port": 8000},  # the role-wide host: 127.0.0.1
+                 {"name": "everywhere", "model": "m", "port": 8000, "host": "0.0.0.0"},
+                 {"name": "elsewhere", "model": "m", "port": 8000, "host": "10.0.0.2"},
+                 {"name": "other", "model": "m", "port": 8081}]
+    errors = port_clash_errors(instances, "127.0.0.1", "127.0.0.1", 8000)
+    assert errors == [
+        "llama_server_instances[0] (same).port=8000 is vllm_server_port too (addresses 127.0.0.1 and 127.0.0.1): the "
+        "server that starts second cannot listen. Give the instance another port, or set vllm_server_port.",
+        "llama_server_instances[1] (everywhere).port=8000 is vllm_server_port too (addresses 0.0.0.0 and 127.0.0.1): "
+        "the server that starts second cannot listen. Give the instance another port, or set vllm_server_port."]
+    # vLLM on every address clashes with an instance on any of them.
+    assert len(port_clash_errors(instances[2:], "127.0.0.1", "0.0.0.0", 8000)) == 1
