@@ -215,12 +215,12 @@ def _instance_errors(where: str, instance: Mapping[str, Any], settings: Mapping[
     if cache_v not in ("f32", "f16", "bf16") and not instance.get("flash_attention", settings["flash_attention"]):
         errors.append("%s: a quantized V cache (cache_type_v=%s) needs flash attention in llama.cpp: set "
                       "flash_attention: true or an f16 V cache." % (where, cache_v))
-    host = instance.get("host", settings["host"])
+    host_label, host = _setting(where, instance, settings, "host")
     if not isinstance(host, str) or not host:
-        errors.append("%s.host=%r must be an address to listen on." % (where, host))
+        errors.append("%s=%r must be an address to listen on." % (host_label, host))
     elif not is_loopback(host) and not (instance.get("api_key") or settings["api_key_set"]):
-        errors.append("%s.host=%s listens beyond this machine without an API key: set llama_server_api_key "
-                      "(in a vault) or the instance's api_key, or keep host 127.0.0.1." % (where, host))
+        errors.append("%s=%s listens beyond this machine without an API key: set llama_server_api_key (in a "
+                      "vault) or the api_key of %s, or keep host 127.0.0.1." % (host_label, host, where))
     key = instance.get("api_key")
     if key not in (None, "") and (not isinstance(key, str) or not key.strip() or CONTROL_CHARACTERS.search(key)):
         # llama-server reads one key per line of --api-key-file; a blank key makes the probes' header invalid.

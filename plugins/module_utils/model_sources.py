@@ -255,6 +255,10 @@ def fetch_plan(models: Sequence[Mapping[str, Any]], models_dir: str, hf_endpoint
     folders: List[Dict[str, Any]] = []
     if not isinstance(models, (list, tuple)):
         return {"models": [], "folders": [], "errors": ["models_list must be a list of models (got %r)." % (models,)]}
+    if not isinstance(models_dir, str) or not models_dir.startswith("/") or models_dir != models_dir.strip():
+        # A trailing space names another folder beside the one meant, which no listing shows.
+        return {"models": [], "folders": [], "errors": [
+            "models_dir=%r must be an absolute path without leading or trailing spaces." % (models_dir,)]}
     for index, entry in enumerate(models):
         if not isinstance(entry, Mapping):
             errors.append("models_list[%d]=%r is not a mapping with name and a source." % (index, entry))

@@ -120,6 +120,9 @@ def test_listening_beyond_loopback_needs_a_key():
     assert "listens beyond this machine without an API key" in refused["errors"][0]
     assert "llama_server_api_key" in refused["errors"][0]
     allowed = plan([{"name": "a", "model": "qwen", "port": 1, "host": "0.0.0.0"}], api_key_set=True)
+    # The role-wide address is named as the variable the user set.
+    role_wide = plan([{"name": "a", "model": "qwen", "port": 1}], host="0.0.0.0")
+    assert role_wide["errors"][0].startswith("llama_server_host=0.0.0.0 listens beyond this machine")
     assert allowed["errors"] == []
     assert allowed["instances"][0]["health_url"] == "http://127.0.0.1:1/health"
     assert plan([{"name": "a", "model": "qwen", "port": 1, "host": "127.0.0.2"}])["errors"] == []

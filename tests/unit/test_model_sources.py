@@ -253,3 +253,9 @@ def test_a_split_set_with_a_part_missing_is_not_verified_and_has_no_size():
     assert models_files(orders, results)["qwen"]["verified"] is False
     assert models_files(orders, results)["qwen"]["size"] is None
     assert models_files(orders, [])["qwen"]["verified"] is False
+
+
+@pytest.mark.parametrize("models_dir", ["/srv/models ", "srv/models", " /srv/models"])
+def test_a_models_dir_with_spaces_around_or_relative_is_refused(models_dir):
+    result = fetch_plan([], models_dir, "https://huggingface.co")
+    assert result["errors"] == ["models_dir=%r must be an absolute path without leading or trailing spaces." % models_dir]
