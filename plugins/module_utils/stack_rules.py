@@ -396,7 +396,8 @@ def check_driver_branch(request: StackRequest, gpus: Sequence[Gpu]) -> List[Refu
                 "nvidia_driver_branch", value,
                 "cannot drive %s: the driver ignores Volta GPUs (and older): they are \"supported through "
                 "the NVIDIA 580.xx Legacy drivers\"" % describe_gpu(gpu),
-                "Use 580 (the last branch for Volta) or %d" % DEFAULT_DRIVER_BRANCH,
+                "Use 580 (the last branch for Volta)" + (
+                    "" if DEFAULT_DRIVER_BRANCH == 580 else " or %d (the default)" % DEFAULT_DRIVER_BRANCH),
                 SOURCE_BRANCHES,
             )]
         return [Refusal(

@@ -20,7 +20,7 @@ import sys
 import threading
 import time
 
-from slots_bench import PORT, call, wait_healthy  # beside this file
+from slots_bench import PORT, call, stop_server, wait_healthy  # beside this file
 
 MODEL = "/tmp/bench-q4_k_m.gguf"
 
@@ -74,8 +74,7 @@ def main(plan_path, server_bin, out):
             thread.join()
         wall = time.time() - start
     finally:
-        server.terminate()
-        server.wait()
+        stop_server(server)
         done.set()
         sampler.join()
     prompt_tokens = sum(answer["tokens_evaluated"] for answer in answers)

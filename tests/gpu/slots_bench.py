@@ -110,8 +110,7 @@ def run(name, argv, out, plan_line, port=PORT, environment=None):
             if done != streams:
                 raise RuntimeError("%d of %d requests answered" % (done, streams))
     finally:
-        server.terminate()
-        server.wait()
+        stop_server(server)
     marks = [line.strip() for line in open(log_path) if any(mark in line for mark in LOG_MARKS)]
     print("%-42s %s  busy slots with 4 running: %s" % (
         name, "  ".join("%4d: %7.1f" % (streams, row[streams]) for streams in STREAMS), row.get("busy_at_4")))

@@ -86,4 +86,4 @@ echo "roles rc=$? (a refusal is rc 2)"; grep -o "split_mode=tensor[^\"]*" "$out/
 
 step "llama-server itself: KV cache settings in layer and tensor mode, greedy tokens compared"
 python3 tests/gpu/split_tokens.py "$bin/llama-server" /tmp/bench-q4_k_m.gguf "$out" 2>&1 | tee "$out/split-tokens.txt"
-step done
+step "done"

@@ -208,7 +208,9 @@ DRIVER_IMAGE_MAX_AGE = 24 * 3600
 def driver_image_inputs(base_image):
     digest = hashlib.sha256(sh("docker", "image", "inspect", "-f", "{{.Id}}", base_image).stdout.encode())
     for top in DRIVER_IMAGE_INPUTS:
-        for path in sorted([top] if top.is_file() else (p for p in top.rglob("*") if p.is_file())):
+        # Python's bytecode caches come and go with the runs: not an input.
+        for path in sorted([top] if top.is_file() else (p for p in top.rglob("*")
+                                                        if p.is_file() and "__pycache__" not in p.parts)):
             digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 
