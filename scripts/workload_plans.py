@@ -24,18 +24,16 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-import ansible.module_utils
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-# The plugins import each other as Ansible loads them (ansible.module_utils.<name>).
-ansible.module_utils.__path__.append(str(ROOT / "plugins" / "module_utils"))
-sys.path.insert(0, str(ROOT / "plugins" / "modules"))
+# The collection v100.llm, as a clone holds it (ansible.cfg's collections_path).
+sys.path.insert(0, str(ROOT / "collections"))
 
-from ansible.module_utils.llama_server_plan import instance_commands, plan_instances, request_tokens  # noqa: E402
-from ansible.module_utils.memory_plan import shape_from_gguf  # noqa: E402
-from ansible.module_utils.memory_sizing import size_plans  # noqa: E402
-from nvidia_stack_check import MEMORY_PLAN_SPEC  # noqa: E402
+from ansible_collections.v100.llm.plugins.module_utils.llama_server_plan import instance_commands, plan_instances, request_tokens  # noqa: E402
+from ansible_collections.v100.llm.plugins.module_utils.memory_plan import shape_from_gguf  # noqa: E402
+from ansible_collections.v100.llm.plugins.module_utils.memory_sizing import size_plans  # noqa: E402
+from ansible_collections.v100.llm.plugins.modules.nvidia_stack_check import MEMORY_PLAN_SPEC  # noqa: E402
 
 CASES = ROOT / "tests" / "fixtures" / "models" / "workload-models.json"
 DEFAULTS = ROOT / "roles" / "llama_server" / "defaults" / "main.yml"

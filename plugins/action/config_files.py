@@ -22,7 +22,7 @@ class ActionModule(ActionBase):
         if not isinstance(entries, list):
             raise AnsibleActionFail("config_files: files must be a list of entries, got %r" % (entries,))
         filled = [self._filled(entry, task_vars) for entry in entries]
-        result.update(self._execute_module(module_name="config_files", module_args={"files": filled},
+        result.update(self._execute_module(module_name="v100.llm.config_files", module_args={"files": filled},
                                            task_vars=task_vars))
         return result
 

@@ -6,16 +6,13 @@ shapes (memory_plan.py), the default CUDA toolkit (stack_rules.py), Debian's
 archive components (debian_sources.py),
 systemd unit syntax (systemd_unit.py), a GPU service's units (gpu_service.py), the host's run
 lock (run_lock.py), stale initramfs images (initramfs.py) and stamps (stamps.py), all
-pure functions unit-tested in tests/unit. module_utils are not importable from controller plugins outside
-a collection, so each file is loaded from its place in this project.
+pure functions unit-tested in tests/unit.
 """
 from __future__ import annotations
 
 import functools
-import importlib.util
+import importlib
 import json
-import re
-import sys
 from pathlib import Path
 from typing import Any, Dict, List, Mapping
 
@@ -24,29 +21,13 @@ import yaml
 ROLES = Path(__file__).resolve().parents[2] / "roles"
 
 
-_MODULE_UTILS = Path(__file__).resolve().parents[1] / "module_utils"
-_LOCAL_IMPORT = re.compile(r"^from ansible\.module_utils\.(\w+) import", re.MULTILINE)
-
-
-@functools.lru_cache(maxsize=None)
 def _module_utils(name: str) -> Any:
-    """Load plugins/module_utils/<name>.py, after the ones it imports."""
-    path = _MODULE_UTILS / (name + ".py")
-    for needed in _LOCAL_IMPORT.findall(path.read_text(encoding="utf-8")):
-        if (_MODULE_UTILS / (needed + ".py")).is_file():
-            _module_utils(needed)
-    spec = importlib.util.spec_from_file_location("v100_llm_" + name, path)
-    module = importlib.util.module_from_spec(spec)
-    # Registered before it runs: dataclasses look their module up there.
-    sys.modules[spec.name] = module
+    """plugins/module_utils/<name>.py, by its collection path."""
     try:
-        spec.loader.exec_module(module)
+        return importlib.import_module("ansible_collections.v100.llm.plugins.module_utils." + name)
     except Exception as exc:
         # Not a ValueError a filter would report as bad input.
         raise RuntimeError("plugins/module_utils/%s.py did not load: %s" % (name, exc)) from exc
-    # Where module_utils import each other (as Ansible resolves it for modules).
-    sys.modules.setdefault("ansible.module_utils." + name, module)
-    return module
 
 
 class _Deferred:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from ansible.module_utils.dpkg_state import parse_status, present
+from ansible_collections.v100.llm.plugins.module_utils.dpkg_state import parse_status, present
 
 # "550.54.15-1", "535.216.03-3~deb12u1", "1:580.95.05-0ubuntu1": the upstream
 # version starts with the three-digit branch.

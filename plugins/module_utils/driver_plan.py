@@ -39,8 +39,8 @@ from __future__ import annotations
 import re
 from typing import Any, Collection, Dict, List, Mapping, Optional, Sequence
 
-from ansible.module_utils.driver_closure import compare_versions
-from ansible.module_utils.nvidia_releases import REPOS_WITHOUT_VOLTA_DRIVERS, system_label, system_name
+from ansible_collections.v100.llm.plugins.module_utils.driver_closure import compare_versions
+from ansible_collections.v100.llm.plugins.module_utils.nvidia_releases import REPOS_WITHOUT_VOLTA_DRIVERS, system_label, system_name
 
 # The GA kernel series of each Ubuntu LTS (Ubuntu kernel release cycle,
 # ubuntu.com/about/release-cycle#ubuntu-kernel-release-cycle): a generic or

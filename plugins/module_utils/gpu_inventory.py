@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
-from ansible.module_utils.gpu_catalog import GpuModel, lookup, lookup_by_name, normalize_pci_device_id
-from ansible.module_utils.gpu_families import architecture, family_compute_capability
+from ansible_collections.v100.llm.plugins.module_utils.gpu_catalog import GpuModel, lookup, lookup_by_name, normalize_pci_device_id
+from ansible_collections.v100.llm.plugins.module_utils.gpu_families import architecture, family_compute_capability
 
 # PCI display classes: VGA (a card with a display output), 3D controller (headless
 # data-center cards: every Tesla), other display controller.

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, List, Mapping, Sequence
 
-from ansible.module_utils.stack_rules import gpu_label
+from ansible_collections.v100.llm.plugins.module_utils.stack_rules import gpu_label
 
 Gpu = Mapping[str, Any]
 Host = Mapping[str, Any]

@@ -23,7 +23,7 @@ import json
 import re
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
 
-from ansible.module_utils.nvidia_releases import NVCC_MAX_GCC, SOURCE_HOST_GCC
+from ansible_collections.v100.llm.plugins.module_utils.nvidia_releases import NVCC_MAX_GCC, SOURCE_HOST_GCC
 
 STAMP_FORMAT = 1
 STAMP_FILE = "build-stamp.json"

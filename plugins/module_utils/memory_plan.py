@@ -31,8 +31,8 @@ from dataclasses import asdict, dataclass
 from fractions import Fraction
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ansible.module_utils.gguf_metadata import model_summary
-from ansible.module_utils.stack_rules import Refusal
+from ansible_collections.v100.llm.plugins.module_utils.gguf_metadata import model_summary
+from ansible_collections.v100.llm.plugins.module_utils.stack_rules import Refusal
 
 MIB = 1024 * 1024
 

@@ -25,8 +25,8 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ansible.module_utils.gpu_families import architecture, last_driver_branch
-from ansible.module_utils.nvidia_releases import (
+from ansible_collections.v100.llm.plugins.module_utils.gpu_families import architecture, last_driver_branch
+from ansible_collections.v100.llm.plugins.module_utils.nvidia_releases import (
     DRIVER_BRANCH_LIFECYCLE,
     DISTRIBUTION_GCC,
     REPOS_WITHOUT_VOLTA_DRIVERS,

@@ -48,7 +48,7 @@ unread:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.debian_sources import COMPONENTS, unread_suites
+from ansible_collections.v100.llm.plugins.module_utils.debian_sources import COMPONENTS, unread_suites
 
 DEFAULT_LISTS = "/var/lib/apt/lists"
 

@@ -95,7 +95,7 @@ import stat
 import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.config_files import actions, entry_errors, found_kind
+from ansible_collections.v100.llm.plugins.module_utils.config_files import actions, entry_errors, found_kind
 
 # tempfile.mkstemp's random part: eight letters, digits or underscores.
 TEMPORARY_SUFFIX = r"[a-z0-9_]{8}"

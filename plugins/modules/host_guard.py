@@ -44,8 +44,8 @@ import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.dpkg_state import parse_status, reinstall_specs, repair_plan
-from ansible.module_utils.run_lock import RUN_LOCK, lock_holders
+from ansible_collections.v100.llm.plugins.module_utils.dpkg_state import parse_status, reinstall_specs, repair_plan
+from ansible_collections.v100.llm.plugins.module_utils.run_lock import RUN_LOCK, lock_holders
 
 DPKG_LOCKS = ["/var/lib/dpkg/lock-frontend", "/var/lib/dpkg/lock"]
 APT_ENV = {"DEBIAN_FRONTEND": "noninteractive", "LANG": "C"}

@@ -9,7 +9,7 @@ short_description: Ask an HTTP(S) server whether it gives a file, and its size, 
 author:
   - V100 LLM host toolkit
 extends_documentation_fragment:
-  - model_http
+  - v100.llm.model_http
 description:
   - Sends a HEAD request for I(url). Redirects are followed, the C(Authorization) header in I(headers) going to
     I(url)'s host only, and a redirect from https to http or to another scheme is refused
@@ -54,7 +54,7 @@ msg:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.http_get import NOT_ANSWERED, REDIRECTS, REQUEST_ARGUMENT_SPEC, get_keeping_token_home
+from ansible_collections.v100.llm.plugins.module_utils.http_get import NOT_ANSWERED, REDIRECTS, REQUEST_ARGUMENT_SPEC, get_keeping_token_home
 
 LINKED_SIZE = "X-Linked-Size"
 

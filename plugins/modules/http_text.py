@@ -22,7 +22,7 @@ options:
     type: int
     default: 4194304
 extends_documentation_fragment:
-  - model_http
+  - v100.llm.model_http
 author:
   - V100 LLM host toolkit
 """
@@ -46,7 +46,7 @@ status:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.http_get import NOT_ANSWERED, REQUEST_ARGUMENT_SPEC, get_keeping_token_home
+from ansible_collections.v100.llm.plugins.module_utils.http_get import NOT_ANSWERED, REQUEST_ARGUMENT_SPEC, get_keeping_token_home
 
 
 def main():

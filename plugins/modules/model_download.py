@@ -37,7 +37,7 @@ options:
     type: path
     required: true
 extends_documentation_fragment:
-  - model_http
+  - v100.llm.model_http
 author:
   - V100 LLM host toolkit
 """
@@ -66,11 +66,11 @@ import fcntl
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.http_get import REQUEST_ARGUMENT_SPEC, get_keeping_token_home
-from ansible.module_utils.model_sources import file_digest, wanted_digest
-from ansible.module_utils.model_stamps import fsync_path, write_stamp
-from ansible.module_utils.resumable_download import continuation, range_header
-from ansible.module_utils.run_lock import RUN_LOCK
+from ansible_collections.v100.llm.plugins.module_utils.http_get import REQUEST_ARGUMENT_SPEC, get_keeping_token_home
+from ansible_collections.v100.llm.plugins.module_utils.model_sources import file_digest, wanted_digest
+from ansible_collections.v100.llm.plugins.module_utils.model_stamps import fsync_path, write_stamp
+from ansible_collections.v100.llm.plugins.module_utils.resumable_download import continuation, range_header
+from ansible_collections.v100.llm.plugins.module_utils.run_lock import RUN_LOCK
 
 CHUNK = 4 * 1024 * 1024
 

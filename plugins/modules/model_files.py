@@ -98,9 +98,9 @@ leftover_files:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.gguf_metadata import GGUFError, model_summary, read_gguf_metadata
-from ansible.module_utils.model_sources import file_digest, stamp_matches, wanted_digest
-from ansible.module_utils.model_stamps import read_stamp, stamp_path, write_stamp
+from ansible_collections.v100.llm.plugins.module_utils.gguf_metadata import GGUFError, model_summary, read_gguf_metadata
+from ansible_collections.v100.llm.plugins.module_utils.model_sources import file_digest, stamp_matches, wanted_digest
+from ansible_collections.v100.llm.plugins.module_utils.model_stamps import read_stamp, stamp_path, write_stamp
 
 def partial_path(path):
     """Where model_download keeps the bytes of an unfinished download of path."""

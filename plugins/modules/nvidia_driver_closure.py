@@ -88,8 +88,8 @@ import tempfile
 from typing import List, Optional
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.driver_closure import collect_closure, preferring
-from ansible.module_utils.driver_packages import DPKG_QUERY_FORMAT, parse_dpkg_query
+from ansible_collections.v100.llm.plugins.module_utils.driver_closure import collect_closure, preferring
+from ansible_collections.v100.llm.plugins.module_utils.driver_packages import DPKG_QUERY_FORMAT, parse_dpkg_query
 
 
 LISTS = "/var/lib/apt/lists"

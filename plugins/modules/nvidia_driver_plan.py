@@ -133,7 +133,7 @@ import re
 from typing import List
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.driver_plan import (
+from ansible_collections.v100.llm.plugins.module_utils.driver_plan import (
     boot_default_kernel,
     driver_packages,
     flavour_error,
@@ -148,7 +148,7 @@ from ansible.module_utils.driver_plan import (
     source_error,
     uses_dkms,
 )
-from ansible.module_utils.secure_boot import (
+from ansible_collections.v100.llm.plugins.module_utils.secure_boot import (
     SECURE_BOOT_EFIVAR,
     dkms_certificate,
     efivar_secure_boot,

@@ -151,7 +151,7 @@ import os
 import xml.etree.ElementTree as ET
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.gpu_inventory import (
+from ansible_collections.v100.llm.plugins.module_utils.gpu_inventory import (
     build_gpu_facts,
     is_driver_unavailable,
     is_unknown_query_field,

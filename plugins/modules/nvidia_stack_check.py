@@ -420,9 +420,9 @@ import os
 import platform
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.gguf_metadata import GGUFError, read_gguf_metadata, split_paths
-from ansible.module_utils.host_readiness import readiness_warnings
-from ansible.module_utils.memory_plan import (
+from ansible_collections.v100.llm.plugins.module_utils.gguf_metadata import GGUFError, read_gguf_metadata, split_paths
+from ansible_collections.v100.llm.plugins.module_utils.host_readiness import readiness_warnings
+from ansible_collections.v100.llm.plugins.module_utils.memory_plan import (
     DEFAULT_OVERHEAD_MIB,
     DEFAULT_SAFETY_MARGIN_MIB,
     DEFAULT_SLOT_CONTEXT_MAX,
@@ -430,8 +430,8 @@ from ansible.module_utils.memory_plan import (
     DEFAULT_SLOTS_MAX,
     shape_from_gguf,
 )
-from ansible.module_utils.memory_sizing import size_plans
-from ansible.module_utils.stack_rules import (
+from ansible_collections.v100.llm.plugins.module_utils.memory_sizing import size_plans
+from ansible_collections.v100.llm.plugins.module_utils.stack_rules import (
     Refusal,
     StackRequest,
     check_stack,

@@ -73,7 +73,7 @@ import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.unit_freshness import needs_daemon_reload, unit_action, unit_object_path
+from ansible_collections.v100.llm.plugins.module_utils.unit_freshness import needs_daemon_reload, unit_action, unit_object_path
 
 SHOWN = ["LoadState", "ActiveState", "NeedDaemonReload", "FragmentPath", "DropInPaths",
          "InactiveExitTimestampMonotonic"]

@@ -16,11 +16,12 @@ deb http://deb.debian.org/debian bookworm main contrib non-free non-free-firmwar
 deb http://deb.debian.org/debian-security bookworm-security main contrib non-free non-free-firmware
 SOURCES
 apt-get update -qq >/dev/null
-mkdir -p /tmp/pkg/ansible/module_utils && touch /tmp/pkg/ansible/__init__.py /tmp/pkg/ansible/module_utils/__init__.py
-cp /utils/driver_closure.py /utils/driver_packages.py /tmp/pkg/ansible/module_utils/
+# The two files at their collection path (namespace packages: no __init__.py needed).
+utils=/tmp/pkg/ansible_collections/v100/llm/plugins/module_utils
+mkdir -p $utils && cp /utils/driver_closure.py /utils/driver_packages.py $utils/
 PYTHONPATH=/tmp/pkg python3 - <<PY
 import subprocess
-from ansible.module_utils.driver_closure import collect_closure
+from ansible_collections.v100.llm.plugins.module_utils.driver_closure import collect_closure
 seen = {}
 def run(argv):
     out = subprocess.run(argv, capture_output=True, text=True, env={"LANG": "C", "PATH": "/usr/bin:/bin"}).stdout

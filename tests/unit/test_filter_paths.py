@@ -4,9 +4,8 @@ import sys
 
 from conftest import PROJECT_ROOT
 
-sys.path.insert(0, str(PROJECT_ROOT / "plugins" / "filter"))
 
-from paths import nearest_mount  # noqa: E402
+from ansible_collections.v100.llm.plugins.filter.paths import nearest_mount  # noqa: E402
 
 MOUNTS = [
     {"mount": "/", "size_available": 10},

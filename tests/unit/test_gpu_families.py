@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible.module_utils.gpu_catalog import GPU_CATALOG
-from ansible.module_utils.gpu_families import (
+from ansible_collections.v100.llm.plugins.module_utils.gpu_catalog import GPU_CATALOG
+from ansible_collections.v100.llm.plugins.module_utils.gpu_families import (
     PCI_ID_RANGES,
     architecture,
     family_compute_capability,

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-import hf_model_listing
+from ansible_collections.v100.llm.plugins.modules import hf_model_listing
 import pytest
 from local_http import run_module, serving
 

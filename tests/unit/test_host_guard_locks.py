@@ -6,7 +6,7 @@ import signal
 import subprocess
 import time
 
-import host_guard
+from ansible_collections.v100.llm.plugins.modules import host_guard
 
 
 def hold(path, *argv):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import socket
 import threading
 
-import http_head
+from ansible_collections.v100.llm.plugins.modules import http_head
 from local_http import run_module, serving_fixture
 
 TOKEN = "Bearer hf_test"

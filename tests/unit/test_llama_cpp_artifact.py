@@ -12,7 +12,7 @@ import os
 import tarfile
 
 import pytest
-from ansible.module_utils.llama_cpp_artifact import (
+from ansible_collections.v100.llm.plugins.module_utils.llama_cpp_artifact import (
     STAMP_FILE,
     is_current,
     leftovers,
@@ -22,8 +22,8 @@ from ansible.module_utils.llama_cpp_artifact import (
     read_archive,
     write_archive,
 )
-from ansible.module_utils.llama_cpp_build import artifact_plan, build_plan
-from ansible.module_utils.model_sources import file_digest
+from ansible_collections.v100.llm.plugins.module_utils.llama_cpp_build import artifact_plan, build_plan
+from ansible_collections.v100.llm.plugins.module_utils.model_sources import file_digest
 
 from conftest import FIXTURES
 

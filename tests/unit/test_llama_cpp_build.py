@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 
 import pytest
-from ansible.module_utils.llama_cpp_build import (
+from ansible_collections.v100.llm.plugins.module_utils.llama_cpp_build import (
     architectures_from_gpus,
     build_plan,
     build_stamp,
@@ -27,9 +27,8 @@ from ansible.module_utils.llama_cpp_build import (
 
 from conftest import PROJECT_ROOT
 
-sys.path.insert(0, str(PROJECT_ROOT / "plugins" / "filter"))
 
-from v100_llm import FilterModule  # noqa: E402
+from ansible_collections.v100.llm.plugins.filter.v100_llm import FilterModule  # noqa: E402
 
 V100 = {"index": 0, "name": "Tesla V100-PCIE-32GB", "pci_device_id": "10de:1db6", "compute_capability": "7.0"}
 RTX4090 = {"index": 1, "name": "NVIDIA GeForce RTX 4090", "pci_device_id": "10de:2684", "compute_capability": "8.9"}

@@ -1,23 +1,20 @@
 """The llama-server unit rendered for a CUDA instance (molecule renders the CPU one)."""
 from __future__ import annotations
 
-import importlib.util
-
 import jinja2
 from conftest import PROJECT_ROOT
 
 from sample_llama_server import llama_server_settings, planned
 
-_spec = importlib.util.spec_from_file_location("v100_llm_filters", PROJECT_ROOT / "plugins" / "filter" / "v100_llm.py")
-_filters = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_filters)
+from ansible_collections.v100.llm.plugins.filter import v100_llm as _filters  # noqa: E402
 TEMPLATES = [str(PROJECT_ROOT / "roles" / role / "templates") for role in ("llama_server", "gpu_service")]
 
 
 def render(name, **variables):
     environment = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), trim_blocks=True,
                                      undefined=jinja2.StrictUndefined)
-    environment.filters.update(_filters.FilterModule().filters())
+    # As a role of the collection calls them: by their full names.
+    environment.filters.update({"v100.llm." + name: function for name, function in _filters.FilterModule().filters().items()})
     return environment.get_template(name).render(ansible_managed="managed", **variables)
 
 

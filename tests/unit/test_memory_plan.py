@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible.module_utils.gguf_metadata import read_gguf_metadata
-from ansible.module_utils.memory_plan import (
+from ansible_collections.v100.llm.plugins.module_utils.gguf_metadata import read_gguf_metadata
+from ansible_collections.v100.llm.plugins.module_utils.memory_plan import (
     DEFAULT_COMPUTE_BUFFER_MIB,
     KV_CACHE_TYPES,
     MIB,

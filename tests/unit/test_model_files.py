@@ -6,7 +6,7 @@ import json
 import os
 import shutil
 
-import model_files
+from ansible_collections.v100.llm.plugins.modules import model_files
 import pytest
 from ansible.module_utils.testing import patch_module_args
 from conftest import FIXTURES

@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import shutil
 
-import nvidia_driver_state
+from ansible_collections.v100.llm.plugins.modules import nvidia_driver_state
 
 
 def test_the_simulation_reads_the_new_pin_file_in_place_of_the_old_and_every_other_file(tmp_path, monkeypatch):

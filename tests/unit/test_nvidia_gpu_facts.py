@@ -12,7 +12,7 @@ import os
 import subprocess
 from pathlib import Path
 
-import nvidia_gpu_facts
+from ansible_collections.v100.llm.plugins.modules import nvidia_gpu_facts
 import pytest
 from ansible.module_utils.testing import patch_module_args
 from conftest import RECORDED

@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import json
 
-import nvidia_stack_check
+from ansible_collections.v100.llm.plugins.modules import nvidia_stack_check
 import pytest
 import sample_gpus
 from ansible.module_utils.common import warnings as ansible_warnings
 from ansible.module_utils.testing import patch_module_args
-from ansible.module_utils.memory_plan import (
+from ansible_collections.v100.llm.plugins.module_utils.memory_plan import (
     DEFAULT_OVERHEAD_MIB,
     DEFAULT_SAFETY_MARGIN_MIB,
     busiest_gpu_layers,

@@ -12,7 +12,7 @@ import time
 import pytest
 from conftest import PROJECT_ROOT
 
-from ansible.module_utils.resumable_download import continuation, range_header
+from ansible_collections.v100.llm.plugins.module_utils.resumable_download import continuation, range_header
 
 SERVER = PROJECT_ROOT / "molecule" / "shared" / "llama_stand_ins" / "fixture_server.py"
 
@@ -48,13 +48,12 @@ def fixture_server(tmp_path):
 
 
 def run_module(**args):
-    env = dict(os.environ, ANSIBLE_LIBRARY=str(PROJECT_ROOT / "plugins" / "modules"),
-               ANSIBLE_MODULE_UTILS=str(PROJECT_ROOT / "plugins" / "module_utils"), ANSIBLE_LOAD_CALLBACK_PLUGINS="1",
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(PROJECT_ROOT / "collections"), ANSIBLE_LOAD_CALLBACK_PLUGINS="1",
                ANSIBLE_STDOUT_CALLBACK="json", ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_INVENTORY_UNPARSED_WARNING="0")
     # Only the JSON on stdout: scripts/test turns on profile_tasks, which prints there too.
     env.pop("ANSIBLE_CALLBACKS_ENABLED", None)
     ansible = os.path.join(os.path.dirname(sys.executable), "ansible")
-    done = subprocess.run([ansible, "localhost", "-c", "local", "-m", "model_download", "-a", json.dumps(args)],
+    done = subprocess.run([ansible, "localhost", "-c", "local", "-m", "v100.llm.model_download", "-a", json.dumps(args)],
                           env=env, capture_output=True, text=True, check=False)
     return json.loads(done.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]
 

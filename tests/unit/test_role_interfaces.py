@@ -15,9 +15,8 @@ import yaml
 
 from conftest import PROJECT_ROOT
 
-sys.path.insert(0, str(PROJECT_ROOT / "plugins" / "filter"))
 
-from v100_llm import FilterModule  # noqa: E402
+from ansible_collections.v100.llm.plugins.filter.v100_llm import FilterModule  # noqa: E402
 
 ROLES = sorted(p for p in (PROJECT_ROOT / "roles").iterdir() if (p / "tasks").is_dir())
 
@@ -57,8 +56,8 @@ def _templated_files():
 
 def test_the_copy_finder_sees_the_usual_spellings():
     found = DEFAULT_FILTER.findall("{{ vllm_dtype|default('half') }} {{ vllm_dtype | d('half') }}\n"
-                                   "{{ vllm_dtype\n   | default('half', true) }} {{ a | default('a' | role_default) }}")
-    assert found == [("vllm_dtype", "'half'")] * 3 + [("a", "'a' | role_default")]
+                                   "{{ vllm_dtype\n   | default('half', true) }} {{ a | default('a' | v100.llm.role_default) }}")
+    assert found == [("vllm_dtype", "'half'")] * 3 + [("a", "'a' | v100.llm.role_default")]
 
 
 def _defaults_by_role():
@@ -73,7 +72,7 @@ def test_a_variable_read_outside_its_role_has_no_copy_of_its_default():
         parts = path.relative_to(PROJECT_ROOT).parts
         reader = parts[1] if parts[0] == "roles" else "a playbook"
         for name, fallback in DEFAULT_FILTER.findall(path.read_text()):
-            if owners.get(name, reader) != reader and fallback != "'%s' | role_default" % name:
+            if owners.get(name, reader) != reader and fallback != "'%s' | v100.llm.role_default" % name:
                 copies.append("%s: %s | default(%s)" % (path.relative_to(PROJECT_ROOT), name, fallback))
     assert copies == []
 
@@ -90,7 +89,7 @@ def test_role_default_reads_the_owner_of_the_prefix():
 def test_every_role_default_names_a_default():
     role_default = FilterModule().filters()["role_default"]
     names = {name for path in _templated_files()
-             for name in re.findall(r"'([a-z0-9_]+)' \| role_default", path.read_text())}
+             for name in re.findall(r"'([a-z0-9_]+)' \| v100\.llm\.role_default", path.read_text())}
     assert names
     for name in sorted(names):
         role_default(name)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import base64
 
-from ansible.module_utils.stamps import read_stamp
+from ansible_collections.v100.llm.plugins.module_utils.stamps import read_stamp
 
 
 def encode(text):
