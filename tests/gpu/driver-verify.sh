@@ -8,7 +8,8 @@ branch=${1:?driver branch of the machine}; out=${2:?output folder}
 python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH ANSIBLE_CONFIG=$PWD/ansible.cfg ANSIBLE_FORCE_COLOR=0
 # Collections the playbooks name (community.general), carried as .devcarry/ansible_collections.
-export ANSIBLE_COLLECTIONS_PATH=$PWD/.devcarry
+# This repository as v100.llm (collections/), and the collections carried here.
+export ANSIBLE_COLLECTIONS_PATH=$PWD/collections:$PWD/.devcarry
 { nvidia-smi -q -x > "$out/nvidia-smi-q-x.xml"; echo "nvidia-smi rc=$?"; } 2>&1
 cat /proc/driver/nvidia/version > "$out/proc-driver-nvidia-version.txt" 2>&1
 ansible-playbook -i localhost, -c local playbooks/driver.yml \

@@ -26,7 +26,8 @@ bin=/opt/llama.cpp/current/bin
 model=/tmp/bench32k-q4_k_m.gguf
 python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH ANSIBLE_CONFIG=$PWD/ansible.cfg ANSIBLE_FORCE_COLOR=0
-export ANSIBLE_COLLECTIONS_PATH=$PWD/.devcarry
+# This repository as v100.llm (collections/), and the collections carried here.
+export ANSIBLE_COLLECTIONS_PATH=$PWD/collections:$PWD/.devcarry
 
 # a. The model: same weights as /tmp/bench-q4_k_m.gguf, trained context 32768.
 if [ -s "$model" ]; then

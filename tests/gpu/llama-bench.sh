@@ -12,7 +12,8 @@ tarball=$(realpath "${1:?llama.cpp source archive}"); out=${2:?output folder}; b
 python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH ANSIBLE_CONFIG=$PWD/ansible.cfg ANSIBLE_FORCE_COLOR=0
 # Collections the playbooks name (community.general), carried as .devcarry/ansible_collections.
-export ANSIBLE_COLLECTIONS_PATH=$PWD/.devcarry
+# This repository as v100.llm (collections/), and the collections carried here.
+export ANSIBLE_COLLECTIONS_PATH=$PWD/collections:$PWD/.devcarry
 start=$(date +%s)
 ansible-playbook -i localhost, -c local playbooks/llama_cpp.yml --skip-tags llama_cpp_packages,models,llama_server \
   -e llama_cpp_source_file="$tarball" -e ansible_become=false \

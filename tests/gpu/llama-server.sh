@@ -11,7 +11,8 @@ set -uo pipefail
 out=${1:?output folder}
 python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH ANSIBLE_CONFIG=$PWD/ansible.cfg ANSIBLE_FORCE_COLOR=0
-export ANSIBLE_COLLECTIONS_PATH=$PWD/.devcarry
+# This repository as v100.llm (collections/), and the collections carried here.
+export ANSIBLE_COLLECTIONS_PATH=$PWD/collections:$PWD/.devcarry
 key=gpu-test-key-not-a-secret
 cat > /tmp/gpu-vars.yml <<VARS
 models_list:
