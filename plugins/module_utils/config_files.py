@@ -29,7 +29,7 @@ def entry_errors(entry: dict) -> list:
     if state == "file" and not isinstance(entry.get("content"), str):
         if entry.get("template") or entry.get("src"):
             errors.append("%s: template and src are read on the controller by the config_files action plugin, "
-                          "which did not run: set action_plugins (ANSIBLE_ACTION_PLUGINS) to plugins/action" % path)
+                          "which did not run: call the module by its full name, v100.llm.config_files" % path)
         else:
             errors.append("%s: a file needs its content" % path)
     if state == "directory" and entry.get("content") is not None:

@@ -32,7 +32,7 @@ author:
 
 EXAMPLES = r"""
 - name: Ask which suites apt has not read
-  apt_lists_state:
+  v100.llm.apt_lists_state:
     suites: [bookworm, bookworm-updates, bookworm-security]
   register: lists_state
 """

@@ -65,7 +65,7 @@ author:
 
 EXAMPLES = r"""
 - name: Write the units
-  config_files:
+  v100.llm.config_files:
     files:
       - path: /etc/systemd/system/llama-server-chat.service.d
         state: directory

@@ -25,14 +25,14 @@ options:
     type: path
     default: ""
 extends_documentation_fragment:
-  - model_http
+  - v100.llm.model_http
 author:
   - V100 LLM host toolkit
 """
 
 EXAMPLES = r"""
 - name: List a model folder's files
-  hf_model_listing:
+  v100.llm.hf_model_listing:
     url: https://huggingface.co/api/models/Qwen/Qwen2.5-14B-Instruct-GPTQ-Int4/tree/main
   register: listing
 """

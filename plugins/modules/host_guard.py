@@ -25,7 +25,7 @@ author:
 
 EXAMPLES = r"""
 - name: Wait for a killed run's steps and finish an interrupted dpkg
-  host_guard:
+  v100.llm.host_guard:
 """
 
 RETURN = r"""

@@ -27,7 +27,7 @@ options:
 
 EXAMPLES = r"""
 - name: Ask how large a model file is
-  http_head:
+  v100.llm.http_head:
     url: https://huggingface.co/bartowski/google_gemma-3-27b-it-GGUF/resolve/main/google_gemma-3-27b-it-Q4_K_M.gguf
     headers:
       Authorization: "Bearer {{ models_hf_token }}"

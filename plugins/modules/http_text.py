@@ -29,7 +29,7 @@ author:
 
 EXAMPLES = r"""
 - name: Read a repository's config.json
-  http_text:
+  v100.llm.http_text:
     url: https://huggingface.co/Qwen/Qwen2.5-14B-Instruct-AWQ/resolve/main/config.json
   register: config
 """

@@ -31,7 +31,7 @@ options:
 
 EXAMPLES = r"""
 - name: Export the current build
-  llama_cpp_artifact:
+  v100.llm.llama_cpp_artifact:
     install_dir: /opt/llama.cpp/b0c1e570-3f2a9c1d0e
     path: /var/cache/llama.cpp/artifacts/b0c1e570-3f2a9c1d0e.tar.gz
 """

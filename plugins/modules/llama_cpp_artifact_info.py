@@ -24,7 +24,7 @@ options:
 
 EXAMPLES = r"""
 - name: Read the exported build
-  llama_cpp_artifact_info:
+  v100.llm.llama_cpp_artifact_info:
     path: /srv/artifacts/b0c1e570-3f2a9c1d0e.tar.gz
   delegate_to: localhost
   register: artifact

@@ -50,7 +50,7 @@ author:
 
 EXAMPLES = r"""
 - name: Build the pyairports package
-  local_wheel:
+  v100.llm.local_wheel:
     name: pyairports
     version: 0.0.1+v100llm.1
     files:

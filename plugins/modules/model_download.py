@@ -44,7 +44,7 @@ author:
 
 EXAMPLES = r"""
 - name: Download a model
-  model_download:
+  v100.llm.model_download:
     url: https://huggingface.co/org/repo/resolve/main/model.gguf
     dest: /srv/models/model.gguf
     sha256: "{{ sha }}"

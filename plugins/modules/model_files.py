@@ -35,7 +35,7 @@ author:
 
 EXAMPLES = r"""
 - name: Which model files need fetching
-  model_files:
+  v100.llm.model_files:
     models:
       - name: smollm2
         path: /srv/models/SmolLM2-135M-Instruct.Q4_1.gguf

@@ -50,7 +50,7 @@ author:
 
 EXAMPLES = r"""
 - name: Choose the packages of the driver
-  nvidia_driver_closure:
+  v100.llm.nvidia_driver_closure:
     branch: 580
     packages: [cuda-drivers-580]
   register: nvidia_driver_closure

@@ -63,7 +63,7 @@ author:
 
 EXAMPLES = r"""
 - name: Plan the driver for this host
-  nvidia_driver_plan:
+  v100.llm.nvidia_driver_plan:
     source: cuda_repo
     branch: 580
     kernel: "{{ ansible_facts['kernel'] }}"

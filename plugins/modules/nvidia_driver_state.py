@@ -53,7 +53,7 @@ author:
 
 EXAMPLES = r"""
 - name: Read the driver state
-  nvidia_driver_state:
+  v100.llm.nvidia_driver_state:
     branch: 550
     packages: [cuda-drivers-550]
   register: nvidia_driver_state

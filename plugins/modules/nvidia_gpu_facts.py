@@ -53,7 +53,7 @@ author:
 
 EXAMPLES = r"""
 - name: Read the GPUs
-  nvidia_gpu_facts:
+  v100.llm.nvidia_gpu_facts:
 
 - name: Stop when the driver misses a GPU that should serve
   ansible.builtin.assert:
@@ -69,7 +69,7 @@ EXAMPLES = r"""
     msg: "{{ ansible_facts.nvidia_gpus | rejectattr('serving') | map(attribute='name') | list }}"
 
 - name: Use a tool outside PATH
-  nvidia_gpu_facts:
+  v100.llm.nvidia_gpu_facts:
     nvidia_smi_path: /opt/nvidia/bin/nvidia-smi
 """
 

@@ -298,10 +298,10 @@ author:
 
 EXAMPLES = r"""
 - name: Read the GPUs
-  nvidia_gpu_facts:
+  v100.llm.nvidia_gpu_facts:
 
 - name: Refuse a stack the GPUs cannot run, before anything is installed
-  nvidia_stack_check:
+  v100.llm.nvidia_stack_check:
     gpus: "{{ ansible_facts.nvidia_gpus }}"
     require_gpu: "{{ preflight_require_gpu }}"
     distribution: "{{ ansible_facts.distribution }}"

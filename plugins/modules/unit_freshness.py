@@ -49,7 +49,7 @@ author:
 
 EXAMPLES = r"""
 - name: Compare what each unit started with to its files now
-  unit_freshness:
+  v100.llm.unit_freshness:
     units:
       - name: llama-server-chat.service
         inputs: [/etc/llama-server/chat.key, /srv/models/chat.gguf]

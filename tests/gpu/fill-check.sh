@@ -16,7 +16,7 @@ export ANSIBLE_LOAD_CALLBACK_PLUGINS=1 ANSIBLE_STDOUT_CALLBACK=minimal ANSIBLE_C
 plans='[{"name": "fill", "gguf_path": "/tmp/bench-q4_k_m.gguf", "gpu_memory_mib": 32768,
          "choose_slots": {"slots_max": 64}}]'
 ansible localhost -i localhost, -c local -e ansible_python_interpreter="$(command -v python3)" \
-  -m nvidia_stack_check -a "{\"check_stack\": false, \"distribution\": \"Ubuntu\", \"distribution_version\": \"24.04\",
+  -m v100.llm.nvidia_stack_check -a "{\"check_stack\": false, \"distribution\": \"Ubuntu\", \"distribution_version\": \"24.04\",
   \"require_gpu\": false, \"memory_plans\": $plans}" > "$out/fill-plan.json" || { cat "$out/fill-plan.json"; exit 1; }
 export CUDA_VISIBLE_DEVICES=0 PYTHONUNBUFFERED=1
 python3 tests/gpu/fill_check.py "$out/fill-plan.json" /opt/llama.cpp/current/bin/llama-server "$out" 2>&1 \

@@ -11,10 +11,9 @@
 set -euo pipefail
 archive=${HOME}/.cache/v100-llm/llama-cpp-python-0.3.36/llama.cpp-0c1e570.tar.gz
 .venv/bin/python - > /tmp/sm70-cmake-args.txt <<'PY'
-import importlib.util
-spec = importlib.util.spec_from_file_location("build", "plugins/module_utils/llama_cpp_build.py")
-build = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(build)
+import sys
+sys.path.insert(0, "collections")  # this repository as the collection v100.llm
+from ansible_collections.v100.llm.plugins.module_utils import llama_cpp_build as build
 plan = build.build_plan(dict(
     requested_architectures="70", preflight_architectures=None, gpus=[], source_sha256="0" * 64,
     version="b0c1e570", build_number="", commit="0c1e57098bba43ac29e6e3b677cdceebdd22334f",
