@@ -30,9 +30,9 @@ ROOT = Path(__file__).resolve().parents[1]
 # The collection v100.llm, as a clone holds it (ansible.cfg's collections_path).
 sys.path.insert(0, str(ROOT / "collections"))
 
-from ansible_collections.v100.llm.plugins.module_utils.llama_server_plan import instance_commands, plan_instances, request_tokens  # noqa: E402
-from ansible_collections.v100.llm.plugins.module_utils.memory_plan import shape_from_gguf  # noqa: E402
-from ansible_collections.v100.llm.plugins.module_utils.memory_sizing import size_plans  # noqa: E402
+from ansible_collections.v100.llm.plugins.module_utils.llama.server_plan import instance_commands, plan_instances, request_tokens  # noqa: E402
+from ansible_collections.v100.llm.plugins.module_utils.memory.plan import shape_from_gguf  # noqa: E402
+from ansible_collections.v100.llm.plugins.module_utils.memory.sizing import size_plans  # noqa: E402
 from ansible_collections.v100.llm.plugins.modules.nvidia_stack_check import MEMORY_PLAN_SPEC  # noqa: E402
 
 CASES = ROOT / "tests" / "fixtures" / "models" / "workload-models.json"

@@ -10,7 +10,7 @@ description:
   - Lists the package indexes every source configures for the host's architecture (C(apt-get indextargets)),
     and returns the suites with an index of I(components) that apt has not read. An index is unread when its file
     is not in apt's lists folder (C(/var/lib/apt/lists) by default) and the suite's Release file there offers it
-    with content (plugins/module_utils/debian_sources.py).
+    with content (plugins/module_utils/driver/debian_sources.py).
   - An index the archive publishes empty (bookworm-updates' non-free after a point release) gets no file, so
     the absence of a file alone would call for a refresh on every run.
   - State-based, so a run that died between writing a source and refreshing is repaired by the next one.
@@ -48,7 +48,7 @@ unread:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.v100.llm.plugins.module_utils.debian_sources import COMPONENTS, unread_suites
+from ansible_collections.v100.llm.plugins.module_utils.driver.debian_sources import COMPONENTS, unread_suites
 
 DEFAULT_LISTS = "/var/lib/apt/lists"
 

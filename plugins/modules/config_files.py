@@ -10,7 +10,7 @@ description:
   - Makes each folder and writes each file as given, in order, with its owner, group and mode. A file whose
     content differs is written whole beside the old one (owner and mode set, flushed) and renamed over it, so a
     reader never sees half a file. An unchanged file or folder is not touched, so its mtime and ctime stay
-    (plugins/module_utils/config_files.py).
+    (plugins/module_utils/service/config_files.py).
   - Every entry is checked first (absolute path, octal mode, known owner and group, nothing in the way) and
     nothing is changed when one is refused.
   - The action plugin of the same name renders C(template) entries from the role's templates/ and reads
@@ -95,7 +95,7 @@ import stat
 import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.v100.llm.plugins.module_utils.config_files import actions, entry_errors, found_kind
+from ansible_collections.v100.llm.plugins.module_utils.service.config_files import actions, entry_errors, found_kind
 
 # tempfile.mkstemp's random part: eight letters, digits or underscores.
 TEMPORARY_SUFFIX = r"[a-z0-9_]{8}"

@@ -57,7 +57,7 @@ import json
 import re
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.v100.llm.plugins.module_utils.http_get import REQUEST_ARGUMENT_SPEC, get_keeping_token_home, without_authorization
+from ansible_collections.v100.llm.plugins.module_utils.models.http_get import REQUEST_ARGUMENT_SPEC, get_keeping_token_home, without_authorization
 from ansible.module_utils.six.moves.urllib.parse import urljoin, urlparse
 
 NEXT_PAGE = re.compile(r'<([^>]+)>\s*;\s*rel="?next"?')

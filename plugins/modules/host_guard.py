@@ -12,7 +12,7 @@ description:
     running), naming the holders, for at most I(wait_seconds); then fails, naming them.
   - Then reads C(dpkg-query) states, C(dpkg --audit) and C(/var/lib/dpkg/updates) and, when dpkg was interrupted,
     runs C(dpkg --configure -a) and reinstalls the packages marked "reinstallation required" from apt's archives
-    (plugins/module_utils/dpkg_state.py). A package apt has no archive for is refused before anything runs.
+    (plugins/module_utils/host/dpkg_state.py). A package apt has no archive for is refused before anything runs.
   - Afterwards C(dpkg --audit) must be empty.
 options:
   wait_seconds:
@@ -44,8 +44,8 @@ import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.v100.llm.plugins.module_utils.dpkg_state import parse_status, reinstall_specs, repair_plan
-from ansible_collections.v100.llm.plugins.module_utils.run_lock import RUN_LOCK, lock_holders
+from ansible_collections.v100.llm.plugins.module_utils.host.dpkg_state import parse_status, reinstall_specs, repair_plan
+from ansible_collections.v100.llm.plugins.module_utils.host.run_lock import RUN_LOCK, lock_holders
 
 DPKG_LOCKS = ["/var/lib/dpkg/lock-frontend", "/var/lib/dpkg/lock"]
 APT_ENV = {"DEBIAN_FRONTEND": "noninteractive", "LANG": "C"}

@@ -13,7 +13,7 @@ extends_documentation_fragment:
 description:
   - Sends a HEAD request for I(url). Redirects are followed, the C(Authorization) header in I(headers) going to
     I(url)'s host only, and a redirect from https to http or to another scheme is refused
-    (plugins/module_utils/http_get.py).
+    (plugins/module_utils/models/http_get.py).
   - A redirect carrying C(X-Linked-Size) is the answer, as huggingface_hub's C(get_hf_file_metadata) reads it.
     The Hugging Face Hub answers a C(/resolve/) URL of a Git LFS file with a redirect to its CDN carrying the
     file's size there, so the CDN is not asked.
@@ -54,7 +54,7 @@ msg:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.v100.llm.plugins.module_utils.http_get import NOT_ANSWERED, REDIRECTS, REQUEST_ARGUMENT_SPEC, get_keeping_token_home
+from ansible_collections.v100.llm.plugins.module_utils.models.http_get import NOT_ANSWERED, REDIRECTS, REQUEST_ARGUMENT_SPEC, get_keeping_token_home
 
 LINKED_SIZE = "X-Linked-Size"
 

@@ -10,7 +10,7 @@ description:
   - GETs I(url) and returns its text. Redirects are followed (the Hugging Face Hub answers a C(/resolve/) URL of a
     small file with a 307 to C(/api/resolve-cache/) on its own host, and a large one with a redirect to its CDN);
     the C(Authorization) header in I(headers) goes to I(url)'s host only, and a redirect from https to http or to
-    another scheme is refused (plugins/module_utils/http_get.py).
+    another scheme is refused (plugins/module_utils/models/http_get.py).
   - Changes nothing on the host.
 options:
   url:
@@ -46,7 +46,7 @@ status:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.v100.llm.plugins.module_utils.http_get import NOT_ANSWERED, REQUEST_ARGUMENT_SPEC, get_keeping_token_home
+from ansible_collections.v100.llm.plugins.module_utils.models.http_get import NOT_ANSWERED, REQUEST_ARGUMENT_SPEC, get_keeping_token_home
 
 
 def main():

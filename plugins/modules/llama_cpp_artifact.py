@@ -46,8 +46,8 @@ sha256:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.v100.llm.plugins.module_utils.llama_cpp_artifact import STAMP_FILE, is_current, leftovers, os_release, write_archive
-from ansible_collections.v100.llm.plugins.module_utils.model_sources import file_digest
+from ansible_collections.v100.llm.plugins.module_utils.llama.artifact import STAMP_FILE, is_current, leftovers, os_release, write_archive
+from ansible_collections.v100.llm.plugins.module_utils.models.sources import file_digest
 
 
 def main():

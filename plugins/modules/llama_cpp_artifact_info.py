@@ -60,7 +60,7 @@ error:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.v100.llm.plugins.module_utils.llama_cpp_artifact import read_archive
+from ansible_collections.v100.llm.plugins.module_utils.llama.artifact import read_archive
 
 
 def main():

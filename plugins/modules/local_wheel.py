@@ -74,7 +74,7 @@ sha256:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.v100.llm.plugins.module_utils.local_wheel import files_from_dict, sha256_hex, wheel_bytes, wheel_filename
+from ansible_collections.v100.llm.plugins.module_utils.vllm.local_wheel import files_from_dict, sha256_hex, wheel_bytes, wheel_filename
 
 
 def main() -> None:

@@ -9,7 +9,7 @@ short_description: Download a file, resuming a partial one with HTTP Range, and 
 description:
   - A I(dest) whose sha256 already matches is left alone (hashed, not downloaded again).
   - Otherwise the bytes go to I(partial_dir)/<name of dest>.part. A partial file from an earlier, interrupted run is
-    continued with C(Range) (plugins/module_utils/resumable_download.py); a server that answers 200 instead of 206
+    continued with C(Range) (plugins/module_utils/models/download.py); a server that answers 200 instead of 206
     is read from the start. The sha256 is taken over the whole file, which is then synced and renamed to I(dest)
     (same file system) and stamped (C(<dir of dest>/.stamps/<name>.json), as the models role's model_files
     writes it, so it is not hashed again). A mismatch removes the partial file and fails.
@@ -66,17 +66,17 @@ import fcntl
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.v100.llm.plugins.module_utils.http_get import REQUEST_ARGUMENT_SPEC, get_keeping_token_home
-from ansible_collections.v100.llm.plugins.module_utils.model_sources import file_digest, wanted_digest
-from ansible_collections.v100.llm.plugins.module_utils.model_stamps import fsync_path, write_stamp
-from ansible_collections.v100.llm.plugins.module_utils.resumable_download import continuation, range_header
-from ansible_collections.v100.llm.plugins.module_utils.run_lock import RUN_LOCK
+from ansible_collections.v100.llm.plugins.module_utils.models.http_get import REQUEST_ARGUMENT_SPEC, get_keeping_token_home
+from ansible_collections.v100.llm.plugins.module_utils.models.sources import file_digest, wanted_digest
+from ansible_collections.v100.llm.plugins.module_utils.host.stamps import fsync_path, write_stamp
+from ansible_collections.v100.llm.plugins.module_utils.models.download import continuation, range_header
+from ansible_collections.v100.llm.plugins.module_utils.host.run_lock import RUN_LOCK
 
 CHUNK = 4 * 1024 * 1024
 
 
 def _open(module, url, headers):
-    """GET url (the token stays with its host: http_get.py). Returns (answer, status, Content-Range); answer is
+    """GET url (the token stays with its host: models/http_get.py). Returns (answer, status, Content-Range); answer is
     None for an error status."""
     params = module.params
     try:

@@ -98,9 +98,9 @@ leftover_files:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.v100.llm.plugins.module_utils.gguf_metadata import GGUFError, model_summary, read_gguf_metadata
-from ansible_collections.v100.llm.plugins.module_utils.model_sources import file_digest, stamp_matches, wanted_digest
-from ansible_collections.v100.llm.plugins.module_utils.model_stamps import read_stamp, stamp_path, write_stamp
+from ansible_collections.v100.llm.plugins.module_utils.models.gguf import GGUFError, model_summary, read_gguf_metadata
+from ansible_collections.v100.llm.plugins.module_utils.models.sources import file_digest, stamp_matches, wanted_digest
+from ansible_collections.v100.llm.plugins.module_utils.host.stamps import read_file_stamp, stamp_path, write_stamp
 
 def partial_path(path):
     """Where model_download keeps the bytes of an unfinished download of path."""
@@ -167,7 +167,7 @@ def check_one(module, spec, record):
             module.fail_json(msg="%s (model %s) is missing after the fetch." % (path, spec["name"]))
         return result, False
     result.update(exists=True, size=stat.st_size)
-    stamp = read_stamp(path)
+    stamp = read_file_stamp(path)
     stamped = stamp_matches(stamp, algorithm, wanted or (stamp or {}).get(algorithm, ""), stat.st_size,
                             stat.st_mtime_ns)
     wrote = False

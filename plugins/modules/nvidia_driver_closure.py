@@ -10,7 +10,7 @@ description:
   - Walks the Depends and Pre-Depends of I(packages) through C(apt-cache show) (every version apt knows)
     and C(apt-cache showpkg) (providers of virtual names), and returns the driver-versioned packages of
     I(branch) that one driver version needs, each at one exact version, so that the role can pin, install,
-    hold and verify all of them (plugins/module_utils/driver_closure.py).
+    hold and verify all of them (plugins/module_utils/driver/closure.py).
   - Independent of apt's pins, so the answer depends only on the host's package lists and dpkg's records.
     Changes nothing.
 options:
@@ -88,8 +88,8 @@ import tempfile
 from typing import List, Optional
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.v100.llm.plugins.module_utils.driver_closure import collect_closure, preferring
-from ansible_collections.v100.llm.plugins.module_utils.driver_packages import DPKG_QUERY_FORMAT, parse_dpkg_query
+from ansible_collections.v100.llm.plugins.module_utils.driver.closure import collect_closure, preferring
+from ansible_collections.v100.llm.plugins.module_utils.driver.packages import DPKG_QUERY_FORMAT, parse_dpkg_query
 
 
 LISTS = "/var/lib/apt/lists"

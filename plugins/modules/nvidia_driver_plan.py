@@ -11,7 +11,7 @@ description:
     running kernel's headers (or Ubuntu's prebuilt module for it), the kernel GRUB boots next (C(/boot)), the
     kernels with headers (C(/lib/modules/*/build)), Secure Boot (C(mokutil --sb-state), else the SecureBoot EFI
     variable) and whether the DKMS signing key is enrolled (C(mokutil --test-key)); warns when GRUB_DEFAULT is not 0.
-  - Decides with plugins/module_utils/driver_plan.py and secure_boot.py. Changes nothing.
+  - Decides with plugins/module_utils/driver/plan.py and driver/secure_boot.py. Changes nothing.
 options:
   source:
     description: C(nvidia_driver_source).
@@ -133,7 +133,7 @@ import re
 from typing import List
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.v100.llm.plugins.module_utils.driver_plan import (
+from ansible_collections.v100.llm.plugins.module_utils.driver.plan import (
     boot_default_kernel,
     driver_packages,
     flavour_error,
@@ -148,7 +148,7 @@ from ansible_collections.v100.llm.plugins.module_utils.driver_plan import (
     source_error,
     uses_dkms,
 )
-from ansible_collections.v100.llm.plugins.module_utils.secure_boot import (
+from ansible_collections.v100.llm.plugins.module_utils.driver.secure_boot import (
     SECURE_BOOT_EFIVAR,
     dkms_certificate,
     efivar_secure_boot,

@@ -114,7 +114,7 @@ import shutil
 import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.v100.llm.plugins.module_utils.driver_packages import (
+from ansible_collections.v100.llm.plugins.module_utils.driver.packages import (
     DPKG_QUERY_FORMAT,
     dkms_kernels,
     dkms_registered,

@@ -16,7 +16,7 @@ description:
     comes from the driver (C(nvidia-smi --query-gpu=pci.bus_id,compute_cap
     --format=csv,noheader), one more call after a working C(nvidia-smi -q -x), whose XML
     carries no compute capability), else from the chip family its PCI device id
-    belongs to (plugins/module_utils/gpu_families.py, derived from pci.ids), else it
+    belongs to (plugins/module_utils/gpu/catalog.py, derived from pci.ids), else it
     is null (preflight warns).
   - A display card (PCI class VGA) beside GPUs without a display output (3D
     controllers, as every Tesla is) is reported with C(display=true) and
@@ -151,7 +151,7 @@ import os
 import xml.etree.ElementTree as ET
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.v100.llm.plugins.module_utils.gpu_inventory import (
+from ansible_collections.v100.llm.plugins.module_utils.gpu.inventory import (
     build_gpu_facts,
     is_driver_unavailable,
     is_unknown_query_field,

@@ -8,7 +8,7 @@ DOCUMENTATION = r"""
 module: nvidia_stack_check
 short_description: Check the requested NVIDIA driver, CUDA, llama.cpp and vLLM settings against the GPUs
 description:
-  - Runs the toolkit's compatibility rules (plugins/module_utils/stack_rules.py, each citing
+  - Runs the toolkit's compatibility rules (plugins/module_utils/driver/stack_rules.py, each citing
     docs/VOLTA_FACTS.md) over the GPU facts from M(nvidia_gpu_facts) and the requested public
     variables, sizes the memory plans, and collects host-readiness warnings.
   - Fails, listing every refusal with the variable, its value, the reason, what to use instead and
@@ -420,9 +420,9 @@ import os
 import platform
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.v100.llm.plugins.module_utils.gguf_metadata import GGUFError, read_gguf_metadata, split_paths
-from ansible_collections.v100.llm.plugins.module_utils.host_readiness import readiness_warnings
-from ansible_collections.v100.llm.plugins.module_utils.memory_plan import (
+from ansible_collections.v100.llm.plugins.module_utils.models.gguf import GGUFError, read_gguf_metadata, split_paths
+from ansible_collections.v100.llm.plugins.module_utils.host.readiness import readiness_warnings
+from ansible_collections.v100.llm.plugins.module_utils.memory.plan import (
     DEFAULT_OVERHEAD_MIB,
     DEFAULT_SAFETY_MARGIN_MIB,
     DEFAULT_SLOT_CONTEXT_MAX,
@@ -430,8 +430,8 @@ from ansible_collections.v100.llm.plugins.module_utils.memory_plan import (
     DEFAULT_SLOTS_MAX,
     shape_from_gguf,
 )
-from ansible_collections.v100.llm.plugins.module_utils.memory_sizing import size_plans
-from ansible_collections.v100.llm.plugins.module_utils.stack_rules import (
+from ansible_collections.v100.llm.plugins.module_utils.memory.sizing import size_plans
+from ansible_collections.v100.llm.plugins.module_utils.driver.stack_rules import (
     Refusal,
     StackRequest,
     check_stack,

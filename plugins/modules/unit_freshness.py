@@ -12,7 +12,7 @@ description:
     C(systemctl show), converted) with the change time (ctime) of its unit file, its drop-ins and the
     I(inputs) it reads, and returns C(restart) for a running (or still starting) unit that started before one of
     them changed, C(start) for a stopped one that should run, else C(none)
-    (plugins/module_utils/unit_freshness.py).
+    (plugins/module_utils/service/unit_freshness.py).
   - State-based, so a restart owed by a run that died after writing a file is still done by the next run.
   - Changes nothing.
 options:
@@ -73,7 +73,7 @@ import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.v100.llm.plugins.module_utils.unit_freshness import needs_daemon_reload, unit_action, unit_object_path
+from ansible_collections.v100.llm.plugins.module_utils.service.unit_freshness import needs_daemon_reload, unit_action, unit_object_path
 
 SHOWN = ["LoadState", "ActiveState", "NeedDaemonReload", "FragmentPath", "DropInPaths",
          "InactiveExitTimestampMonotonic"]

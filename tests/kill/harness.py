@@ -106,7 +106,7 @@ DKMS_HOLD = "/run/v100-test/hold-dkms"
 # the controller dies, so the step is still running, and holding the lock,
 # when the repair starts.
 STOPPED_AT_KILL = ("llama.cpp build (cmake keeps running)", "model download at half (it keeps running)")
-RUN_LOCK = "/run/lock/v100-llm.lock"  # plugins/module_utils/run_lock.py
+RUN_LOCK = "/run/lock/v100-llm.lock"  # plugins/module_utils/host/run_lock.py
 # Without a power cut a held step (DKMS_HOLD, STOPPED_AT_KILL) is let go this
 # long after the kill: the repair run then finds it still running and must
 # wait for it. With both of scripts/test's lanes busy the repair reached that

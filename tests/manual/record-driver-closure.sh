@@ -21,7 +21,7 @@ utils=/tmp/pkg/ansible_collections/v100/llm/plugins/module_utils
 mkdir -p $utils && cp /utils/driver_closure.py /utils/driver_packages.py $utils/
 PYTHONPATH=/tmp/pkg python3 - <<PY
 import subprocess
-from ansible_collections.v100.llm.plugins.module_utils.driver_closure import collect_closure
+from ansible_collections.v100.llm.plugins.module_utils.driver.closure import collect_closure
 seen = {}
 def run(argv):
     out = subprocess.run(argv, capture_output=True, text=True, env={"LANG": "C", "PATH": "/usr/bin:/bin"}).stdout

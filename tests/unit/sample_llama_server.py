@@ -1,7 +1,7 @@
 """llama_server settings as the role's plan.yml passes them, and the two planning steps."""
 from __future__ import annotations
 
-from ansible_collections.v100.llm.plugins.module_utils.llama_server_plan import instance_commands, plan_instances
+from ansible_collections.v100.llm.plugins.module_utils.llama.server_plan import instance_commands, plan_instances
 
 
 def llama_server_settings(**changes):

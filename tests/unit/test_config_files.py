@@ -6,7 +6,7 @@ import os
 import pytest
 
 from ansible_collections.v100.llm.plugins.modules import config_files as module
-from ansible_collections.v100.llm.plugins.module_utils.config_files import actions, entry_errors
+from ansible_collections.v100.llm.plugins.module_utils.service.config_files import actions, entry_errors
 
 UID, GID = os.getuid(), os.getgid()
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 import sys
 
 import pytest
-from ansible_collections.v100.llm.plugins.module_utils.cuda_version import nvcc_full_version, nvcc_release
+from ansible_collections.v100.llm.plugins.module_utils.driver.cuda_version import nvcc_full_version, nvcc_release
 
 from conftest import PROJECT_ROOT, RECORDED
 
 
-from ansible_collections.v100.llm.plugins.filter.v100_llm import FilterModule  # noqa: E402
+from ansible_collections.v100.llm.plugins.filter.driver import FilterModule  # noqa: E402
 
 RECORDINGS = sorted(RECORDED.glob("nvcc--version_*.txt"))
 

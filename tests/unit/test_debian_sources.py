@@ -5,7 +5,7 @@ deb822 debian.sources configures main for bookworm, -updates and -security.
 """
 from __future__ import annotations
 
-from ansible_collections.v100.llm.plugins.module_utils.debian_sources import (
+from ansible_collections.v100.llm.plugins.module_utils.driver.debian_sources import (
     empty_indexes, missing_components, parse_indextargets, release_components, unread_suites)
 from conftest import RECORDED
 

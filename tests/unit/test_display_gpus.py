@@ -11,10 +11,10 @@ from __future__ import annotations
 import yaml
 from jinja2.nativetypes import NativeEnvironment
 
-from ansible_collections.v100.llm.plugins.module_utils.gpu_inventory import build_gpu_facts, parse_lspci
-from ansible_collections.v100.llm.plugins.module_utils.llama_cpp_build import resolve_architectures
+from ansible_collections.v100.llm.plugins.module_utils.gpu.inventory import build_gpu_facts, parse_lspci
+from ansible_collections.v100.llm.plugins.module_utils.llama.build import resolve_architectures
 from sample_llama_server import llama_server_settings, planned
-from ansible_collections.v100.llm.plugins.module_utils.stack_rules import StackRequest, check_stack, resolve_cuda_architectures, stack_warnings
+from ansible_collections.v100.llm.plugins.module_utils.driver.stack_rules import StackRequest, check_stack, resolve_cuda_architectures, stack_warnings
 from conftest import PROJECT_ROOT, RECORDED
 
 FACTS = build_gpu_facts(parse_lspci((RECORDED / "lspci-nn_gt710-display_v100-pcie-16gb.txt").read_text()), None)

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from conftest import FIXTURES
 
-from ansible_collections.v100.llm.plugins.module_utils.dpkg_state import not_installed, parse_status, pending_journal, present, repair_plan
-from ansible_collections.v100.llm.plugins.module_utils.run_lock import RUN_LOCK, lock_holders, with_run_lock
+from ansible_collections.v100.llm.plugins.module_utils.host.dpkg_state import not_installed, parse_status, pending_journal, present, repair_plan
+from ansible_collections.v100.llm.plugins.module_utils.host.run_lock import RUN_LOCK, lock_holders, with_run_lock
 
 DEBIAN12 = FIXTURES / "debian12"
 STATUS = (DEBIAN12 / "dpkg-query_interrupted_debian12.txt").read_text()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.v100.llm.plugins.module_utils.driver_closure import (
+from ansible_collections.v100.llm.plugins.module_utils.driver.closure import (
     Index,
     collect_closure,
     compare_versions,

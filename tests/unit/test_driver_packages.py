@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.v100.llm.plugins.module_utils.driver_packages import (
+from ansible_collections.v100.llm.plugins.module_utils.driver.packages import (
     dkms_kernels,
     dkms_registered,
     driver_branch,

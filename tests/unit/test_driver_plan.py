@@ -5,7 +5,7 @@ import pytest
 
 from conftest import RECORDED
 
-from ansible_collections.v100.llm.plugins.module_utils.driver_plan import (
+from ansible_collections.v100.llm.plugins.module_utils.driver.plan import (
     boot_default_kernel,
     driver_packages,
     grub_default,

@@ -5,7 +5,7 @@ import sys
 from conftest import PROJECT_ROOT
 
 
-from ansible_collections.v100.llm.plugins.filter.paths import nearest_mount  # noqa: E402
+from ansible_collections.v100.llm.plugins.filter.host import nearest_mount  # noqa: E402
 
 MOUNTS = [
     {"mount": "/", "size_available": 10},

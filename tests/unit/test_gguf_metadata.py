@@ -11,7 +11,7 @@ import struct
 
 import pytest
 
-from ansible_collections.v100.llm.plugins.module_utils.gguf_metadata import (
+from ansible_collections.v100.llm.plugins.module_utils.models.gguf import (
     GGUFError,
     model_summary,
     quantization_name,

@@ -6,7 +6,7 @@ import dataclasses
 import re
 
 import pytest
-from ansible_collections.v100.llm.plugins.module_utils.gpu_catalog import GPU_CATALOG, lookup, lookup_by_name, normalize_pci_device_id
+from ansible_collections.v100.llm.plugins.module_utils.gpu.catalog import GPU_CATALOG, lookup, lookup_by_name, normalize_pci_device_id
 
 # docs/VOLTA_FACTS.md, "GPUs" table: device -> (GiB, GB/s or None where blank/unconfirmed).
 VOLTA_TABLE = {

@@ -1,4 +1,4 @@
-"""gpu_families: compute capability from the PCI device id's chip family, architecture, last driver branch.
+"""gpu/catalog.py, its chip families: compute capability from the PCI device id's chip family, architecture, last driver branch.
 
 Device ids are real (pci.ids and the recordings in tests/fixtures/recorded); each
 expected value is NVIDIA's (developer.nvidia.com/cuda-gpus, /cuda-legacy-gpus).
@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.v100.llm.plugins.module_utils.gpu_catalog import GPU_CATALOG
-from ansible_collections.v100.llm.plugins.module_utils.gpu_families import (
+from ansible_collections.v100.llm.plugins.module_utils.gpu.catalog import GPU_CATALOG
+from ansible_collections.v100.llm.plugins.module_utils.gpu.catalog import (
     PCI_ID_RANGES,
     architecture,
     family_compute_capability,

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from ansible_collections.v100.llm.plugins.module_utils import gpu_inventory
-from ansible_collections.v100.llm.plugins.module_utils.gpu_inventory import (
+from ansible_collections.v100.llm.plugins.module_utils.gpu import inventory as gpu_inventory
+from ansible_collections.v100.llm.plugins.module_utils.gpu.inventory import (
     build_gpu_facts,
     is_driver_unavailable,
     is_unknown_query_field,

@@ -1,7 +1,7 @@
 """Which units a GPU service has, so that writing, starting and retiring them agree."""
 from __future__ import annotations
 
-from ansible_collections.v100.llm.plugins.module_utils.gpu_service import config_files, retired_files, systemd_units, unwanted_restart_timers
+from ansible_collections.v100.llm.plugins.module_utils.service.units import config_files, retired_files, systemd_units, unwanted_restart_timers
 
 CHAT = {"unit": "llama-server-chat", "health_url": "http://127.0.0.1:8081/health", "restart_calendar": "*-*-* 04:00:00",
         "inputs": ["/etc/llama-server/chat.key"], "start": True}

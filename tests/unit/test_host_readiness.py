@@ -1,7 +1,7 @@
 """host_readiness: each warning fires on its signal, stays quiet on a healthy or unchecked host."""
 from __future__ import annotations
 
-from ansible_collections.v100.llm.plugins.module_utils.host_readiness import (
+from ansible_collections.v100.llm.plugins.module_utils.host.readiness import (
     bar1_warnings,
     disk_warnings,
     kernel_headers_warnings,

@@ -5,7 +5,7 @@ import json
 
 from ansible_collections.v100.llm.plugins.modules import http_text
 import pytest
-from ansible_collections.v100.llm.plugins.module_utils.http_get import redirect_refused
+from ansible_collections.v100.llm.plugins.module_utils.models.http_get import redirect_refused
 from local_http import run_module, serving_fixture
 
 TOKEN = "Bearer hf_test"

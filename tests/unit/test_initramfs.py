@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from conftest import FIXTURES
 
-from ansible_collections.v100.llm.plugins.module_utils.initramfs import kernel_of, stale_images
+from ansible_collections.v100.llm.plugins.module_utils.driver.initramfs import kernel_of, stale_images
 
 CONF = "/etc/modprobe.d/blacklist-nouveau.conf"
 WITH = (FIXTURES / "debian12" / "lsinitramfs_blacklist-nouveau_debian12.txt").read_text()

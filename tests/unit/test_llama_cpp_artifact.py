@@ -1,4 +1,4 @@
-"""An exported llama.cpp build (plugins/module_utils/llama_cpp_artifact.py and
+"""An exported llama.cpp build (plugins/module_utils/llama/artifact.py and
 llama_cpp_build.artifact_plan): the archive is reproducible and safe to
 unpack as root, and a host installs it only where it carries machine code for
 that host's GPUs. The `ldd -r` outputs are a real sm_70 llama-server's, built
@@ -12,7 +12,7 @@ import os
 import tarfile
 
 import pytest
-from ansible_collections.v100.llm.plugins.module_utils.llama_cpp_artifact import (
+from ansible_collections.v100.llm.plugins.module_utils.llama.artifact import (
     STAMP_FILE,
     is_current,
     leftovers,
@@ -22,8 +22,8 @@ from ansible_collections.v100.llm.plugins.module_utils.llama_cpp_artifact import
     read_archive,
     write_archive,
 )
-from ansible_collections.v100.llm.plugins.module_utils.llama_cpp_build import artifact_plan, build_plan
-from ansible_collections.v100.llm.plugins.module_utils.model_sources import file_digest
+from ansible_collections.v100.llm.plugins.module_utils.llama.build import artifact_plan, build_plan
+from ansible_collections.v100.llm.plugins.module_utils.models.sources import file_digest
 
 from conftest import FIXTURES
 

@@ -1,5 +1,5 @@
 """The llama_cpp role's build plan: CUDA architectures, CMake arguments and the
-build stamp that decides whether a build is needed (plugins/module_utils/llama_cpp_build.py).
+build stamp that decides whether a build is needed (plugins/module_utils/llama/build.py).
 
 No nvcc and no GPU here: these are the configure-only checks that a CUDA build
 would target sm_70 on a V100 and that a host without GPUs gets a CPU build.
@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 
 import pytest
-from ansible_collections.v100.llm.plugins.module_utils.llama_cpp_build import (
+from ansible_collections.v100.llm.plugins.module_utils.llama.build import (
     architectures_from_gpus,
     build_plan,
     build_stamp,
@@ -28,7 +28,7 @@ from ansible_collections.v100.llm.plugins.module_utils.llama_cpp_build import (
 from conftest import PROJECT_ROOT
 
 
-from ansible_collections.v100.llm.plugins.filter.v100_llm import FilterModule  # noqa: E402
+from ansible_collections.v100.llm.plugins.filter.llama import FilterModule  # noqa: E402
 
 V100 = {"index": 0, "name": "Tesla V100-PCIE-32GB", "pci_device_id": "10de:1db6", "compute_capability": "7.0"}
 RTX4090 = {"index": 1, "name": "NVIDIA GeForce RTX 4090", "pci_device_id": "10de:2684", "compute_capability": "8.9"}

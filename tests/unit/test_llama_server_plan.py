@@ -6,7 +6,7 @@ import json
 import pytest
 from conftest import RECORDED
 
-from ansible_collections.v100.llm.plugins.module_utils.llama_server_plan import local_base_url, plan_instances, refused_extra_args, staggered_calendar
+from ansible_collections.v100.llm.plugins.module_utils.llama.server_plan import local_base_url, plan_instances, refused_extra_args, staggered_calendar
 from sample_llama_server import llama_server_settings, planned
 
 MODELS = {"qwen": {"path": "/srv/models/qwen.gguf", "sha256": "a" * 64},

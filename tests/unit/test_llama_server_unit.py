@@ -6,7 +6,7 @@ from conftest import PROJECT_ROOT
 
 from sample_llama_server import llama_server_settings, planned
 
-from ansible_collections.v100.llm.plugins.filter import v100_llm as _filters  # noqa: E402
+from ansible_collections.v100.llm.plugins.filter import driver, host, llama, models, service, vllm  # noqa: E402
 TEMPLATES = [str(PROJECT_ROOT / "roles" / role / "templates") for role in ("llama_server", "gpu_service")]
 
 
@@ -14,7 +14,8 @@ def render(name, **variables):
     environment = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), trim_blocks=True,
                                      undefined=jinja2.StrictUndefined)
     # As a role of the collection calls them: by their full names.
-    environment.filters.update({"v100.llm." + name: function for name, function in _filters.FilterModule().filters().items()})
+    for plugin in (driver, host, llama, models, service, vllm):
+        environment.filters.update({"v100.llm." + name: function for name, function in plugin.FilterModule().filters().items()})
     return environment.get_template(name).render(ansible_managed="managed", **variables)
 
 

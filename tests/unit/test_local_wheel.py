@@ -8,7 +8,7 @@ import zipfile
 import pytest
 from conftest import PROJECT_ROOT
 
-from ansible_collections.v100.llm.plugins.module_utils.local_wheel import wheel_bytes, wheel_entries, wheel_filename
+from ansible_collections.v100.llm.plugins.module_utils.vllm.local_wheel import wheel_bytes, wheel_entries, wheel_filename
 
 PYAIRPORTS = PROJECT_ROOT / "roles" / "vllm" / "files" / "pyairports"
 FILES = {"pyairports/__init__.py": (PYAIRPORTS / "__init__.py").read_text(),

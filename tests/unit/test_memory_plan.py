@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.v100.llm.plugins.module_utils.gguf_metadata import read_gguf_metadata
-from ansible_collections.v100.llm.plugins.module_utils.memory_plan import (
+from ansible_collections.v100.llm.plugins.module_utils.models.gguf import read_gguf_metadata
+from ansible_collections.v100.llm.plugins.module_utils.memory.plan import (
     DEFAULT_COMPUTE_BUFFER_MIB,
     KV_CACHE_TYPES,
     MIB,
@@ -207,7 +207,7 @@ def test_a_model_larger_than_every_gpu_asks_for_a_smaller_model():
     plan = qwen_plan(gpu_memory_mib=1024)
     assert plan.remedies() == []
     assert plan.refusal().message().endswith(
-        "Pick a smaller model: its weights alone do not fit. [source: memory_plan.py formula, checked against "
+        "Pick a smaller model: its weights alone do not fit. [source: memory/plan.py formula, checked against "
         "llama.cpp 0c1e57098 llama_kv_cache and compute buffer sizes; VOLTA_FACTS.md, GPUs (memory)]")
 
 

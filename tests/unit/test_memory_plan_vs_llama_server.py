@@ -14,8 +14,8 @@ import re
 
 import pytest
 
-from ansible_collections.v100.llm.plugins.module_utils.gguf_metadata import read_gguf_metadata
-from ansible_collections.v100.llm.plugins.module_utils.memory_plan import (
+from ansible_collections.v100.llm.plugins.module_utils.models.gguf import read_gguf_metadata
+from ansible_collections.v100.llm.plugins.module_utils.memory.plan import (
     MIB,
     KvLayout,
     estimate_compute_buffer_mib,

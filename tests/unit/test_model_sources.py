@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from ansible_collections.v100.llm.plugins.module_utils.model_sources import (fetch_plan, file_digest, folder_orders, hf_resolve_url, models_files,
+from ansible_collections.v100.llm.plugins.module_utils.models.sources import (fetch_plan, file_digest, folder_orders, hf_resolve_url, models_files,
                                                 split_parts, stamp_matches)
 
 SHA = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"

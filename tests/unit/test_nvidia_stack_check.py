@@ -8,7 +8,7 @@ import pytest
 import sample_gpus
 from ansible.module_utils.common import warnings as ansible_warnings
 from ansible.module_utils.testing import patch_module_args
-from ansible_collections.v100.llm.plugins.module_utils.memory_plan import (
+from ansible_collections.v100.llm.plugins.module_utils.memory.plan import (
     DEFAULT_OVERHEAD_MIB,
     DEFAULT_SAFETY_MARGIN_MIB,
     busiest_gpu_layers,

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.v100.llm.plugins.module_utils.pip_options import pip_plan
+from ansible_collections.v100.llm.plugins.module_utils.vllm.pip_options import pip_plan
 
 NONE = dict(index_url="", extra_index_urls=[], wheelhouse="", ca_bundle="", proxy="")
 

@@ -31,7 +31,7 @@ import pytest
 
 from conftest import PROJECT_ROOT
 
-from ansible_collections.v100.llm.plugins.module_utils.driver_plan import kept_version_error
+from ansible_collections.v100.llm.plugins.module_utils.driver.plan import kept_version_error
 
 TEMPLATES = PROJECT_ROOT / "roles" / "nvidia_driver" / "templates"
 

@@ -12,7 +12,7 @@ import time
 import pytest
 from conftest import PROJECT_ROOT
 
-from ansible_collections.v100.llm.plugins.module_utils.resumable_download import continuation, range_header
+from ansible_collections.v100.llm.plugins.module_utils.models.download import continuation, range_header
 
 SERVER = PROJECT_ROOT / "molecule" / "shared" / "llama_stand_ins" / "fixture_server.py"
 

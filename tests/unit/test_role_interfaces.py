@@ -16,7 +16,7 @@ import yaml
 from conftest import PROJECT_ROOT
 
 
-from ansible_collections.v100.llm.plugins.filter.v100_llm import FilterModule  # noqa: E402
+from ansible_collections.v100.llm.plugins.filter.host import FilterModule  # noqa: E402
 
 ROLES = sorted(p for p in (PROJECT_ROOT / "roles").iterdir() if (p / "tasks").is_dir())
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.v100.llm.plugins.module_utils.secure_boot import (
+from ansible_collections.v100.llm.plugins.module_utils.driver.secure_boot import (
     dkms_certificate,
     efivar_secure_boot,
     mokutil_key_state,

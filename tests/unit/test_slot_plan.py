@@ -11,7 +11,7 @@ import dataclasses
 
 import pytest
 
-from ansible_collections.v100.llm.plugins.module_utils.memory_plan import (
+from ansible_collections.v100.llm.plugins.module_utils.memory.plan import (
     KvLayout,
     ModelShape,
     choose_slots,

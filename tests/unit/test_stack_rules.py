@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from ansible_collections.v100.llm.plugins.module_utils.stack_rules import (
+from ansible_collections.v100.llm.plugins.module_utils.driver.stack_rules import (
     Refusal,
     StackRequest,
     branch_lifecycle_warnings,

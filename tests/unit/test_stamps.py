@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import base64
 
-from ansible_collections.v100.llm.plugins.module_utils.stamps import read_stamp
+from ansible_collections.v100.llm.plugins.module_utils.host.stamps import read_slurped_stamp
 
 
 def encode(text):
@@ -11,11 +11,11 @@ def encode(text):
 
 
 def test_a_whole_stamp_is_read():
-    assert read_stamp(encode('{"backend": "cuda", "hash": "abc"}\n')) == {"backend": "cuda", "hash": "abc"}
+    assert read_slurped_stamp(encode('{"backend": "cuda", "hash": "abc"}\n')) == {"backend": "cuda", "hash": "abc"}
 
 
 def test_truncated_empty_or_foreign_stamps_certify_nothing():
     whole = '{"backend": "cuda", "hash": "abc"}\n'
     for torn in (whole[:17], "", "\0\0\0\0", "[1, 2]", "null"):
-        assert read_stamp(encode(torn)) == {}, torn
-    assert read_stamp("") == {} and read_stamp(None) == {} and read_stamp("not base64!") == {}
+        assert read_slurped_stamp(encode(torn)) == {}, torn
+    assert read_slurped_stamp("") == {} and read_slurped_stamp(None) == {} and read_slurped_stamp("not base64!") == {}

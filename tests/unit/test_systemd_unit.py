@@ -5,7 +5,7 @@ import shlex
 
 import pytest
 
-from ansible_collections.v100.llm.plugins.module_utils.systemd_unit import environment_line, exec_line, exec_word
+from ansible_collections.v100.llm.plugins.module_utils.service.systemd_unit import environment_line, exec_line, exec_word
 
 
 def test_plain_words_stay_plain():

@@ -1,7 +1,7 @@
 """The one restart rule: decided from the host's state, so a restart owed by a killed run is still done."""
 from __future__ import annotations
 
-from ansible_collections.v100.llm.plugins.module_utils.unit_freshness import needs_daemon_reload, unit_action, unit_object_path
+from ansible_collections.v100.llm.plugins.module_utils.service.unit_freshness import needs_daemon_reload, unit_action, unit_object_path
 
 NOW = 1_764_590_000_000_000
 STARTED = NOW - 3_600_000_000

@@ -7,8 +7,8 @@ import pytest
 from conftest import PROJECT_ROOT
 from sample_gpus import v100_pcie_32gb
 
-from ansible_collections.v100.llm.plugins.module_utils.memory_plan import shape_from_hf_config, vllm_derived_max_len
-from ansible_collections.v100.llm.plugins.module_utils.vllm_server_plan import (
+from ansible_collections.v100.llm.plugins.module_utils.memory.plan import shape_from_hf_config, vllm_derived_max_len
+from ansible_collections.v100.llm.plugins.module_utils.vllm.server_plan import (
     effective_dtype,
     memory_verdict,
     plan_max_model_len,
@@ -231,13 +231,13 @@ def test_weights_are_the_safetensors_without_mistrals_consolidated_copy():
 
 
 def test_the_served_name_defaults_to_the_model_own_name():
-    from ansible_collections.v100.llm.plugins.module_utils.vllm_server_plan import default_served_name
+    from ansible_collections.v100.llm.plugins.module_utils.vllm.server_plan import default_served_name
     assert default_served_name("/srv/models/Qwen2.5-14B-Instruct-AWQ/") == "Qwen2.5-14B-Instruct-AWQ"
     assert default_served_name("Qwen/Qwen2.5-14B-Instruct-GPTQ-Int4") == "Qwen2.5-14B-Instruct-GPTQ-Int4"
 
 
 def test_nccl_p2p_knobs_reach_the_environment_and_a_bad_level_is_refused():
-    from ansible_collections.v100.llm.plugins.module_utils.vllm_server_plan import plan_server
+    from ansible_collections.v100.llm.plugins.module_utils.vllm.server_plan import plan_server
     disabled = plan_server(settings(nccl_p2p_disable=True))
     # vLLM's own two-GPU all-reduce moves data P2P without NCCL: it goes too.
     assert disabled["environment"]["NCCL_P2P_DISABLE"] == "1" and "--disable-custom-all-reduce" in disabled["argv"]
@@ -252,7 +252,7 @@ def test_nccl_p2p_knobs_reach_the_environment_and_a_bad_level_is_refused():
 
 
 def test_an_fp8_kv_cache_turns_chunked_prefill_off_and_halves_the_cache():
-    from ansible_collections.v100.llm.plugins.module_utils.vllm_server_plan import plan_server
+    from ansible_collections.v100.llm.plugins.module_utils.vllm.server_plan import plan_server
     plan = plan_server(settings(kv_cache_dtype="fp8_e5m2"))
     argv = plan["argv"]
     assert argv[argv.index("--kv-cache-dtype") + 1] == "fp8_e5m2"
@@ -276,13 +276,13 @@ def test_an_fp8_kv_cache_turns_chunked_prefill_off_and_halves_the_cache():
     ({"kv_cache_dtype": "auto", "extra_args": ["--kv-cache-dtype", "fp8"]}, "--kv-cache-dtype"),
 ])
 def test_fp8_kv_cache_clashes_are_refused(changes, expected):
-    from ansible_collections.v100.llm.plugins.module_utils.vllm_server_plan import plan_server
+    from ansible_collections.v100.llm.plugins.module_utils.vllm.server_plan import plan_server
     errors = plan_server(settings(**changes))["errors"]
     assert any(expected in error for error in errors), errors
 
 
 def test_a_short_default_name_still_answers_to_the_model_as_given():
-    from ansible_collections.v100.llm.plugins.module_utils.vllm_server_plan import plan_server
+    from ansible_collections.v100.llm.plugins.module_utils.vllm.server_plan import plan_server
     argv = plan_server(settings(model="/srv/models/Qwen2.5-14B-Instruct-GPTQ-Int4"))["argv"]
     names = argv[argv.index("--served-model-name") + 1:argv.index("--host")]
     assert names == ["Qwen2.5-14B-Instruct-GPTQ-Int4", "/srv/models/Qwen2.5-14B-Instruct-GPTQ-Int4"]
@@ -292,7 +292,7 @@ def test_a_short_default_name_still_answers_to_the_model_as_given():
 
 def test_a_repositorys_config_json_text_is_read_or_refused_as_not_a_model():
     """What the role gives the filter: the text the endpoint answered (a mirror may answer a page)."""
-    from ansible_collections.v100.llm.plugins.filter.v100_llm import FilterModule
+    from ansible_collections.v100.llm.plugins.filter.models import FilterModule
     shape = FilterModule().filters()["hf_model_shape"]
     qwen3 = shape('{"architectures": ["Qwen3ForCausalLM"], "num_hidden_layers": 36, "num_attention_heads": 32, '
                   '"num_key_value_heads": 8, "head_dim": 128, "hidden_size": 4096, "max_position_embeddings": 40960}')

@@ -11,8 +11,8 @@ import importlib.util
 
 import pytest
 
-from ansible_collections.v100.llm.plugins.module_utils.gguf_metadata import model_summary
-from ansible_collections.v100.llm.plugins.module_utils.memory_plan import (
+from ansible_collections.v100.llm.plugins.module_utils.models.gguf import model_summary
+from ansible_collections.v100.llm.plugins.module_utils.memory.plan import (
     KvLayout,
     hybrid_recurrent_flags,
     kv_layout,

@@ -5,7 +5,7 @@ that writing, starting, restarting and retiring them cannot drift apart.
 """
 from __future__ import annotations
 
-from ansible_collections.v100.llm.plugins.module_utils.config_files import per_item
+from ansible_collections.v100.llm.plugins.module_utils.service.config_files import per_item
 
 DEVICE_NODES_UNIT = "nvidia-device-nodes.service"
 SCRIPT_FOLDER = "/usr/local/libexec/v100-llm"

@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
-from ansible_collections.v100.llm.plugins.module_utils.gpu_catalog import GpuModel, lookup, lookup_by_name, normalize_pci_device_id
-from ansible_collections.v100.llm.plugins.module_utils.gpu_families import architecture, family_compute_capability
+from ansible_collections.v100.llm.plugins.module_utils.gpu.catalog import GpuModel, lookup, lookup_by_name, normalize_pci_device_id
+from ansible_collections.v100.llm.plugins.module_utils.gpu.catalog import architecture, family_compute_capability
 
 # PCI display classes: VGA (a card with a display output), 3D controller (headless
 # data-center cards: every Tesla), other display controller.
@@ -300,7 +300,7 @@ def build_gpu_facts(lspci_gpus: list[dict], smi: dict | None, driver_capabilitie
     the catalogue, so they are known without a driver; for a card the catalogue
     lacks, the capability comes from driver_capabilities ({bus id: "6.1"}, from
     parse_compute_capabilities), else from the device id's chip family
-    (gpu_families). Display cards beside headless GPUs are marked serving: false
+    (the chip families in gpu/catalog.py). Display cards beside headless GPUs are marked serving: false
     and left out of nvidia_serving_gpu_indexes.
     """
     smi_gpus = smi["gpus"] if smi else []

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from ansible_collections.v100.llm.plugins.module_utils.dpkg_state import parse_status, present
+from ansible_collections.v100.llm.plugins.module_utils.host.dpkg_state import parse_status, present
 
 # "550.54.15-1", "535.216.03-3~deb12u1", "1:580.95.05-0ubuntu1": the upstream
 # version starts with the three-digit branch.
@@ -23,7 +23,7 @@ _APT_INST = re.compile(r"^Inst (?P<name>\S+)(?: \[[^\]]*\])? \((?P<version>\S+)"
 # drivers), so it is never removed or refused for its version.
 BRANCH_INDEPENDENT = frozenset({"nvidia-modprobe"})
 # Ubuntu's prebuilt modules are versioned like the kernel and must follow its
-# updates: never held (plugins/module_utils/driver_plan.py).
+# updates: never held (plugins/module_utils/driver/plan.py).
 KERNEL_VERSIONED_PREFIX = "linux-modules-nvidia-"
 # "nvidia-current/535.261.03, 6.1.0-57-amd64, x86_64: installed" (3.x), "nvidia, 535.x, <kernel>, <arch>: built"
 # (2.x); a module added but built for no kernel has no kernel and arch ("nvidia-current/535.261.03: added").

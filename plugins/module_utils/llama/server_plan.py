@@ -18,8 +18,8 @@ import posixpath
 import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ansible_collections.v100.llm.plugins.module_utils.memory_plan import slot_cells
-from ansible_collections.v100.llm.plugins.module_utils.model_sources import split_parts
+from ansible_collections.v100.llm.plugins.module_utils.memory.plan import slot_cells
+from ansible_collections.v100.llm.plugins.module_utils.models.sources import split_parts
 
 INSTANCE_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
 # The shared timer units are <unit>-health.* and <unit>-restart.*.

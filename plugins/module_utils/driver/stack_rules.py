@@ -25,8 +25,8 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ansible_collections.v100.llm.plugins.module_utils.gpu_families import architecture, last_driver_branch
-from ansible_collections.v100.llm.plugins.module_utils.nvidia_releases import (
+from ansible_collections.v100.llm.plugins.module_utils.gpu.catalog import architecture, last_driver_branch
+from ansible_collections.v100.llm.plugins.module_utils.driver.releases import (
     DRIVER_BRANCH_LIFECYCLE,
     DISTRIBUTION_GCC,
     REPOS_WITHOUT_VOLTA_DRIVERS,
@@ -92,7 +92,7 @@ DRIVER_FLAVORS = ("proprietary", "open")
 # Minor version compatibility (NVIDIA's CUDA Compatibility guide, "Minor Version
 # Compatibility"): CUDA 12.x applications run on drivers >= 525, 13.x on >= 580.
 FIRST_BRANCH_FOR_CUDA_MAJOR = {12: 525, 13: 580}
-# Only where the distribution is unknown (refused anyway); else nvidia_releases.default_toolkit.
+# Only where the distribution is unknown (refused anyway); else releases.default_toolkit.
 DEFAULT_CUDA_TOOLKIT = (12, 4)
 _CUDA_VERSION = re.compile(r"^(\d+)\.(\d+)$")
 CUDA_TOOLKIT_MAJORS = (12, 13)
@@ -444,7 +444,7 @@ def check_driver_flavor(request: StackRequest, gpus: Sequence[Gpu]) -> List[Refu
 def resolve_cuda_toolkit(request: StackRequest) -> str:
     """The toolkit the roles will install: cuda_toolkit_version, or when it is empty the distribution's own
     (cuda_toolkit_source: distro) or the default for the distribution's NVIDIA repository and the driver
-    branch (nvidia_releases.default_toolkit)."""
+    branch (releases.default_toolkit)."""
     value = str(request.cuda_toolkit_version or "").strip()
     if value:
         return value
@@ -898,7 +898,7 @@ def host_compiler_warnings(request: StackRequest) -> List[str]:
     toolkit = parse_major_minor(resolve_cuda_toolkit(request))
     repo = repo_name(request.distribution, request.distribution_version)
     gcc = DISTRIBUTION_GCC.get(repo) if repo else None
-    # The distribution's nvcc brings the g++ it accepts (nvidia_releases.DistributionToolkit); a repository
+    # The distribution's nvcc brings the g++ it accepts (releases.DistributionToolkit); a repository
     # without CUDA 12 is refused (check_cuda_toolkit_source).
     if (toolkit is None or request.cuda_toolkit_source == "distro" or not carried_toolkits(repo or "")
             or accepts_gcc(toolkit, gcc)):
@@ -981,6 +981,6 @@ def display_gpu_warnings(request: StackRequest, gpus: Sequence[Gpu]) -> List[str
 
 
 def stack_warnings(request: StackRequest, gpus: Sequence[Gpu], today: str) -> List[str]:
-    """Every warning about the requested stack (host readiness warnings live in host_readiness)."""
+    """Every warning about the requested stack (host readiness warnings live in host/readiness.py)."""
     return (branch_lifecycle_warnings(request, serving_gpus(gpus), today) + minor_compatibility_warnings(request)
             + host_compiler_warnings(request) + display_gpu_warnings(request, gpus))

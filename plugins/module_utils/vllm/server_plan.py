@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Mapping, Sequence
 
-from ansible_collections.v100.llm.plugins.module_utils.llama_server_plan import is_loopback, local_base_url
+from ansible_collections.v100.llm.plugins.module_utils.llama.server_plan import is_loopback, local_base_url
 
 HF_REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
 SERVED_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$")

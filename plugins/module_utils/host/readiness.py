@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, List, Mapping, Sequence
 
-from ansible_collections.v100.llm.plugins.module_utils.stack_rules import gpu_label
+from ansible_collections.v100.llm.plugins.module_utils.driver.stack_rules import gpu_label
 
 Gpu = Mapping[str, Any]
 Host = Mapping[str, Any]
@@ -104,7 +104,7 @@ def unknown_gpu_warnings(gpus: Sequence[Gpu]) -> List[str]:
     """The compatibility rules skip a serving card whose compute capability is unknown (display cards are
     warned about by stack_rules.display_gpu_warnings)."""
     return ["%s has no known compute capability (not in the GPU catalogue, not reported by the driver, PCI id "
-            "outside the chip families of gpu_families.py): the compatibility checks cannot vouch for it; set "
+            "outside the chip families of gpu/catalog.py): the compatibility checks cannot vouch for it; set "
             "llama_cpp_cuda_architectures explicitly." % gpu_label(gpu)
             for gpu in gpus if not gpu.get("compute_capability")]
 

@@ -25,7 +25,7 @@ import stat
 import tarfile
 from typing import Any, Dict, List, Sequence, Tuple
 
-from ansible_collections.v100.llm.plugins.module_utils.model_sources import file_digest
+from ansible_collections.v100.llm.plugins.module_utils.models.sources import file_digest
 
 STAMP_FILE = "build-stamp.json"
 # Which distribution release built it (/etc/os-release), added to the archive only: a build links that

@@ -4,7 +4,7 @@ the build stamp that decides whether a build is needed at all.
 
 Pure functions, no I/O (tests/unit/test_llama_cpp_build.py). The role hands
 in what it read on the host (compiler and nvcc versions, GPU facts) through
-the `llama_cpp_build_plan` filter (plugins/filter/v100_llm.py) and gets back
+the `llama_cpp_build_plan` filter (plugins/filter/llama.py) and gets back
 a plan: the CMake argument list, the stamp (a dict written as JSON into the
 install folder) and the stamp's short hash that names that folder. Same
 inputs, same hash: a second run finds the folder with a matching stamp and
@@ -23,7 +23,7 @@ import json
 import re
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
 
-from ansible_collections.v100.llm.plugins.module_utils.nvidia_releases import NVCC_MAX_GCC, SOURCE_HOST_GCC
+from ansible_collections.v100.llm.plugins.module_utils.driver.releases import NVCC_MAX_GCC, SOURCE_HOST_GCC
 
 STAMP_FORMAT = 1
 STAMP_FILE = "build-stamp.json"
@@ -138,7 +138,7 @@ def cuda_host_compiler(nvcc: str, compiler: str, packages: Sequence[str]) -> Dic
     nvcc: "release 12.4, V12.4.131"; compiler: the first line of `c++ --version`; packages: the g++-<major>
     names apt knows (`apt-cache pkgnames g++-`). NVIDIA's nvcc does not pick a host compiler itself (it runs
     `g++` and refuses a newer GCC: "unsupported GNU version!"); the newest GCC each release accepts is
-    nvidia_releases.NVCC_MAX_GCC, read from its crt/host_config.h. The newest g++-<major> no newer than that is
+    driver/releases.py: NVCC_MAX_GCC, read from its crt/host_config.h. The newest g++-<major> no newer than that is
     chosen, so CMake's host compiler for CUDA (CMAKE_CUDA_HOST_COMPILER, nvcc's -ccbin) is one it accepts.
     """
     release = _NVCC_RELEASE.search(nvcc or "")

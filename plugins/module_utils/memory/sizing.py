@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ansible_collections.v100.llm.plugins.module_utils.memory_plan import (
+from ansible_collections.v100.llm.plugins.module_utils.memory.plan import (
     DEFAULT_COMPUTE_BUFFER_MIB,
     MIB,
     SMALLER_KV_CACHE_TYPE,
@@ -27,7 +27,7 @@ from ansible_collections.v100.llm.plugins.module_utils.memory_plan import (
     trained_context_refusal,
     unsized_slots,
 )
-from ansible_collections.v100.llm.plugins.module_utils.stack_rules import Refusal
+from ansible_collections.v100.llm.plugins.module_utils.driver.stack_rules import Refusal
 
 SOURCE = "nvidia_stack_check module (memory_plans)"
 Result = Tuple[Dict[str, Any], Optional[Refusal], Optional[str]]

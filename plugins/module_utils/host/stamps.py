@@ -1,19 +1,35 @@
-# -*- coding: utf-8 -*-
-"""A model file's stamp, <folder>/.stamps/<file>.json: the digest, size and mtime of the file when it hashed to that
+"""Stamps: the JSON written last into what was built or fetched, naming exactly what it is.
+
+A power cut can leave a stamp truncated or empty; that means "not certified,
+build again", never a crash that the next run repeats.
+
+A model file's stamp, <folder>/.stamps/<file>.json: the digest, size and mtime of the file when it hashed to that
 digest. A file whose stamp matches is not hashed again (models role: model_files); model_download writes it as soon
-as a download is in place, so a run that dies after the download still leaves it stamped."""
+as a download is in place, so a run that dies after the download still leaves it stamped.
+"""
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import os
 from typing import Any, Dict, Optional
+
+
+def read_slurped_stamp(encoded: str) -> dict:
+    """The JSON object of a stamp from slurp's base64 content; {} when missing, unreadable or truncated."""
+    try:
+        stamp = json.loads(base64.b64decode(encoded or "", validate=True).decode())
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        return {}
+    return stamp if isinstance(stamp, dict) else {}
 
 
 def stamp_path(path: str) -> str:
     return os.path.join(os.path.dirname(path), ".stamps", os.path.basename(path) + ".json")
 
 
-def read_stamp(path: str) -> Optional[Dict[str, Any]]:
+def read_file_stamp(path: str) -> Optional[Dict[str, Any]]:
     """The stamp of path (None when missing or torn)."""
     try:
         with open(stamp_path(path)) as handle:

@@ -21,7 +21,7 @@ import posixpath
 import struct
 from typing import IO, Any, Dict, List, Tuple, Union
 
-from ansible_collections.v100.llm.plugins.module_utils.model_sources import split_parts
+from ansible_collections.v100.llm.plugins.module_utils.models.sources import split_parts
 
 GGUF_MAGIC = b"GGUF"
 SUPPORTED_VERSIONS = (2, 3)

@@ -31,8 +31,8 @@ from dataclasses import asdict, dataclass
 from fractions import Fraction
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ansible_collections.v100.llm.plugins.module_utils.gguf_metadata import model_summary
-from ansible_collections.v100.llm.plugins.module_utils.stack_rules import Refusal
+from ansible_collections.v100.llm.plugins.module_utils.models.gguf import model_summary
+from ansible_collections.v100.llm.plugins.module_utils.driver.stack_rules import Refusal
 
 MIB = 1024 * 1024
 
@@ -68,7 +68,7 @@ DEFAULT_UBATCH = 512  # llama.cpp -ub default
 # multiple of 256 cells (src/llama-context.cpp, GGML_PAD(..., 256)).
 CONTEXT_STEP = 256
 MAX_GPUS_TO_SUGGEST = 8
-SOURCE = ("memory_plan.py formula, checked against llama.cpp 0c1e57098 llama_kv_cache and compute buffer "
+SOURCE = ("memory/plan.py formula, checked against llama.cpp 0c1e57098 llama_kv_cache and compute buffer "
           "sizes; VOLTA_FACTS.md, GPUs (memory)")
 
 
@@ -93,7 +93,7 @@ class ModelShape:
 
 
 def shape_from_gguf(gguf: Mapping[str, Any]) -> ModelShape:
-    """From gguf_metadata.read_gguf_metadata()'s result."""
+    """From models/gguf.py read_gguf_metadata()'s result."""
     summary = model_summary(dict(gguf))
     layers = _required(summary, "block_count", "GGUF")
     kv_heads = _required(summary, "head_count_kv", "GGUF")

@@ -39,8 +39,8 @@ from __future__ import annotations
 import re
 from typing import Any, Collection, Dict, List, Mapping, Optional, Sequence
 
-from ansible_collections.v100.llm.plugins.module_utils.driver_closure import compare_versions
-from ansible_collections.v100.llm.plugins.module_utils.nvidia_releases import REPOS_WITHOUT_VOLTA_DRIVERS, system_label, system_name
+from ansible_collections.v100.llm.plugins.module_utils.driver.closure import compare_versions
+from ansible_collections.v100.llm.plugins.module_utils.driver.releases import REPOS_WITHOUT_VOLTA_DRIVERS, system_label, system_name
 
 # The GA kernel series of each Ubuntu LTS (Ubuntu kernel release cycle,
 # ubuntu.com/about/release-cycle#ubuntu-kernel-release-cycle): a generic or
@@ -68,7 +68,7 @@ _DEBIAN_DISTRO_PACKAGES = ("nvidia-kernel-dkms", "nvidia-smi", "libcuda1", "libn
 # 550.163.01, trixie's non-free Packages, 2026-12-04). Debian 13's other
 # Volta branch, src:nvidia-graphics-drivers-tesla-535, is no stack: its set
 # needs nvidia-persistenced, which trixie has at 550.163.01 only, and Debian's
-# CUDA 12.4 needs libcuda1 (>= 550) (nvidia_releases.DISTRIBUTION_TOOLKITS).
+# CUDA 12.4 needs libcuda1 (>= 550) (driver/releases.py: DISTRIBUTION_TOOLKITS).
 # Ubuntu's archive has the -server packages of every branch here.
 DISTRO_BRANCHES = {"debian12": (535,), "debian13": (550,)}
 

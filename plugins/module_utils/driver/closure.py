@@ -26,7 +26,7 @@ import functools
 import re
 from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
-from ansible_collections.v100.llm.plugins.module_utils.driver_packages import BRANCH_INDEPENDENT, driver_branch, split_version, upstream_version
+from ansible_collections.v100.llm.plugins.module_utils.driver.packages import BRANCH_INDEPENDENT, driver_branch, split_version, upstream_version
 
 Record = Dict[str, str]
 
