@@ -87,14 +87,26 @@ def is_loopback(host: str) -> bool:
     return host in LOOPBACK_HOSTS or host.startswith("127.")
 
 
-def local_base_url(host: str, port: int) -> str:
-    """Where the role and the health timer ask a server bound to host:port (/health, /v1/completions, ...): a
-    wildcard bind answers on loopback."""
+def local_address(host: str) -> str:
+    """Where on the host to reach a server bound to host: a wildcard bind answers on loopback."""
     if host in ("0.0.0.0", "::", "") or is_loopback(host):
-        address = "[::1]" if host in ("::1", "::") else "127.0.0.1"
-    else:
-        address = "[%s]" % host if ":" in host else host
-    return "http://%s:%d" % (address, port)
+        return "::1" if host in ("::1", "::") else "127.0.0.1"
+    return host
+
+
+def local_base_url(host: str, port: int) -> str:
+    """Where the role and the health timer ask a server bound to host:port (/health, /v1/completions, ...)."""
+    address = local_address(host)
+    return "http://%s:%d" % ("[%s]" % address if ":" in address else address, port)
+
+
+def endpoint(name: str, kind: str, host: str, port: int, model: str, key_file: str, key_variable: str,
+             prompt_tokens_max: int) -> Dict[str, Any]:
+    """What endpoint_check (playbooks/verify.yml) is handed: the roles' llama_server_endpoints and
+    vllm_server_endpoints."""
+    return {"name": name, "kind": kind, "url": local_base_url(host, port), "address": local_address(host),
+            "port": port, "model": model, "key_file": key_file, "key_variable": key_variable,
+            "prompt_tokens_max": prompt_tokens_max}
 
 
 def calendar_time_checked(expression: str) -> None:
@@ -597,6 +609,7 @@ def plan_instances(instances: Sequence[Mapping[str, Any]], settings: Mapping[str
         environment.update({name: str(value) for name, value in instance.get("environment", {}).items()})
         host = instance.get("host", settings["host"])
         base_url = local_base_url(host, instance["port"])
+        launch = _launch(instance, settings, model_path, key_file)
         plans.append({
             "name": instance["name"],
             "unit": "llama-server-%s" % instance["name"],
@@ -608,10 +621,13 @@ def plan_instances(instances: Sequence[Mapping[str, Any]], settings: Mapping[str
             "health_url": base_url + "/health",
             # The health timer's 1-token completion (gpu_service), and /slots to tell a busy server from a hung one.
             "deep_probe": {"url": base_url + "/v1/completions", "key_file": key_file, "busy_url": base_url + "/slots"},
-            "launch": _launch(instance, settings, model_path, key_file),
+            "launch": launch,
             "sizing": _sizing(instance, settings),
             "environment": environment,
             "key_file": key_file,
+            "endpoint": endpoint(instance["name"], "llama-server", host, instance["port"],
+                                 launch["alias"], key_file, "",
+                                 settings["prompt_tokens_max"]),
             # What the server reads when it starts: one changed since restarts it (unit_freshness).
             "inputs": [path for path in [key_file] + model_parts + [settings["server_bin"]] if path],
             "restart_calendar": calendar,

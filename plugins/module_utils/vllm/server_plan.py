@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Mapping, Sequence
 
-from ansible_collections.v100.llm.plugins.module_utils.llama.server_plan import is_loopback, local_base_url
+from ansible_collections.v100.llm.plugins.module_utils.llama.server_plan import endpoint, is_loopback, local_base_url
 
 HF_REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
 SERVED_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$")
@@ -317,6 +317,12 @@ def plan_server(settings: Mapping[str, Any]) -> Dict[str, Any]:
         "ip_allow": ip_allow,
         "base_url": local_base_url(host, int(settings["port"])),
         "served_model_name": served,
+        # The longest prompt verify.yml sends: the whole context but a short answer's room (none before vLLM
+        # sizes an "auto" one).
+        "endpoint": endpoint("vllm", "vllm", host, int(settings["port"]), served, settings.get("key_file", ""),
+                             "VLLM_API_KEY" if settings.get("key_file") else "",
+                             max(int(settings["max_model_len"]) - 16, 0)
+                             if str(settings["max_model_len"]).isdigit() else 0),
         "warnings": kv_cache_warnings(settings) + ([
             "vllm_server_max_model_len=auto on %s, whose weights the role cannot size before vLLM downloads them: "
             "%d tokens. Fetch it as a models_list model folder to size it to the GPUs, or set a number" % (

@@ -1,0 +1,74 @@
+"""Action plugin for endpoint_check: the OpenAI client on the controller, through a tunnel to the host's loopback."""
+from __future__ import annotations
+
+import base64
+
+from ansible.errors import AnsibleActionFail
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.v100.llm.plugins.plugin_utils.endpoint_checks import check_endpoint, key_from_file
+from ansible_collections.v100.llm.plugins.plugin_utils.endpoint_tunnel import Tunnel, reach_hint, transport_command
+
+CONNECTION_OPTIONS = ("host", "port", "remote_user", "private_key_file", "ssh_common_args", "ssh_extra_args",
+                      "remote_addr")
+
+
+class ActionModule(ActionBase):
+    """Checks each endpoint (endpoint_check's documentation) and fails naming the instance, URL and check."""
+
+    TRANSFERS_FILES = False
+    _VALID_ARGS = frozenset(("endpoints", "timeout"))
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars or {})
+        del tmp  # unused since Ansible 2.5
+        try:
+            import openai  # pylint: disable=import-outside-toplevel
+        except ImportError as exc:
+            raise AnsibleActionFail("endpoint_check needs the openai package on the controller (requirements-"
+                                    "controller.txt; scripts/bootstrap hosts installs it): %s" % exc) from exc
+        connection = self._connection._load_name  # pylint: disable=protected-access
+        options = {}
+        for name in CONNECTION_OPTIONS:
+            try:
+                options[name] = self._connection.get_option(name)
+            except KeyError:
+                pass
+        endpoints = self._task.args.get("endpoints") or []
+        timeout = float(self._task.args.get("timeout", 600))
+        reports, failed, summary = [], [], []
+        for endpoint in endpoints:
+            endpoint = dict(endpoint, api_key=self._key(endpoint, task_vars or {}))
+            try:
+                tunnel = Tunnel(transport_command(connection, options, endpoint["address"], int(endpoint["port"])),
+                                int(endpoint["port"]))
+            except ValueError as exc:
+                raise AnsibleActionFail(str(exc)) from exc
+            try:
+                base_url = "http://127.0.0.1:%d/v1" % tunnel.port if tunnel.command else endpoint["url"] + "/v1"
+                rows = check_endpoint(openai, base_url, endpoint, timeout)
+            finally:
+                tunnel.close()
+            reports.append({"name": endpoint["name"], "url": endpoint["url"], "checks": rows})
+            summary += ["%s %s/v1 (model %s, %s)" % (endpoint["name"], endpoint["url"], endpoint["model"],
+                                                     "key in %s" % endpoint["key_file"] if endpoint.get("key_file")
+                                                     else "no key")]
+            summary += ["  %-14s %-7s %s" % (check["check"], check["state"], check["detail"]) for check in rows]
+            summary.append("  reach it: " + reach_hint(connection, options, endpoint))
+            failed += ["%s (%s): %s: %s" % (endpoint["name"], endpoint["url"], check["check"], check["detail"])
+                       for check in rows if check["state"] == "failed"]
+        result.update(changed=False, endpoints=reports, summary=summary, failed=bool(failed))
+        if failed:
+            result["msg"] = "The OpenAI client found problems: " + " | ".join(failed)
+        return result
+
+    def _key(self, endpoint, task_vars):
+        """The key the server reads, from its file on the host (root only: the task runs with become)."""
+        if not endpoint.get("key_file"):
+            return ""
+        read = self._execute_module(module_name="ansible.builtin.slurp", module_args={"src": endpoint["key_file"]},
+                                    task_vars=task_vars)
+        if read.get("failed"):
+            raise AnsibleActionFail("%s: cannot read its key file %s: %s" % (endpoint["name"], endpoint["key_file"],
+                                                                             read.get("msg")))
+        return key_from_file(base64.b64decode(read["content"]).decode(), endpoint.get("key_variable", ""))

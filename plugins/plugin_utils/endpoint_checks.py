@@ -1,0 +1,155 @@
+"""What an IDE plugin or a chat front-end does first, done with the OpenAI Python client they use.
+
+check_endpoint(base_url, endpoint) runs each check against one server (a
+llama-server instance or vLLM) and returns one row per check: its name,
+"ok", "failed" or "skipped", and what it saw. A check that fails does not
+stop the others.
+"""
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+from typing import Any, Callable, Dict, List, Mapping
+
+TOOL = {"type": "function", "function": {
+    "name": "get_time", "description": "The current time in a city.",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+# Any id below the smallest vocabulary served here: a prompt of N of them is N tokens, with no tokenizer needed.
+FILLER_TOKEN = 1000
+
+
+def key_from_file(text: str, variable: str) -> str:
+    """The API key in a key file: its first line, or VARIABLE="..." of a systemd environment file."""
+    if not variable:
+        return (text.splitlines() or [""])[0].strip()
+    for line in text.splitlines():
+        name, _, value = line.partition("=")
+        if name.strip() == variable:
+            value = value.strip()
+            if len(value) >= 2 and value[0] == value[-1] == '"':
+                value = value[1:-1].replace('\\"', '"').replace("\\\\", "\\")
+            return value
+    return ""
+
+
+def row(check: str, state: str, detail: str) -> Dict[str, str]:
+    return {"check": check, "state": state, "detail": detail}
+
+
+def _models(client: Any, endpoint: Mapping[str, Any]) -> Dict[str, str]:
+    names = sorted(model.id for model in client.models.list().data)
+    found = endpoint["model"] in names
+    return row("models", "ok" if found else "failed",
+               "/v1/models lists %s%s" % (", ".join(names) or "nothing",
+                                          "" if found else "; %s is not among them" % endpoint["model"]))
+
+
+def _chat(client: Any, endpoint: Mapping[str, Any]) -> Dict[str, str]:
+    answer = client.chat.completions.create(model=endpoint["model"], max_tokens=32, messages=[
+        {"role": "user", "content": "Say hello in one short sentence."}])
+    text = (answer.choices[0].message.content or "").strip()
+    tokens = answer.usage.completion_tokens if answer.usage else 0
+    return row("chat", "ok" if tokens > 0 else "failed",
+               "%d tokens: %s" % (tokens, json.dumps(text[:80])) if tokens else "no tokens came back")
+
+
+def _stream(client: Any, endpoint: Mapping[str, Any]) -> Dict[str, str]:
+    started = time.monotonic()
+    first, chunks, usage = None, 0, None
+    for chunk in client.chat.completions.create(model=endpoint["model"], max_tokens=32, stream=True,
+                                                stream_options={"include_usage": True},
+                                                messages=[{"role": "user", "content": "Count from one to ten."}]):
+        if chunk.choices and chunk.choices[0].delta.content:
+            chunks += 1
+            first = first if first is not None else time.monotonic() - started
+        usage = chunk.usage or usage
+    problems = (["%d content chunk(s): a proxy or the server buffers the stream" % chunks] if chunks < 2 else []) + \
+        (["no usage counts in the stream"] if usage is None else [])
+    detail = "%d chunks, the first after %.2f s%s" % (
+        chunks, first or 0.0, ", usage %d prompt + %d completion tokens" % (usage.prompt_tokens, usage.completion_tokens)
+        if usage else "")
+    return row("stream", "failed" if problems else "ok", "; ".join([detail] + problems))
+
+
+def _tool_support(base_url: str, endpoint: Mapping[str, Any]) -> str:
+    """Why tools are not offered, "" when they are or the server does not say (llama-server's /props)."""
+    if endpoint["kind"] != "llama-server":
+        return ""
+    request = urllib.request.Request(base_url.rsplit("/v1", 1)[0] + "/props",
+                                     headers={"Authorization": "Bearer %s" % endpoint.get("api_key", "")})
+    with urllib.request.urlopen(request, timeout=60) as answer:
+        caps = json.load(answer).get("chat_template_caps", {})
+    return "" if caps.get("supports_tools") else "the model's chat template has no tool support (llama-server /props)"
+
+
+def _tools(client: Any, endpoint: Mapping[str, Any], base_url: str) -> Dict[str, str]:
+    unsupported = _tool_support(base_url, endpoint)
+    if unsupported:
+        return row("tool call", "skipped", unsupported)
+    messages: List[Dict[str, Any]] = [{"role": "user", "content": "What time is it in Paris? Use the tool."}]
+    answer = client.chat.completions.create(model=endpoint["model"], max_tokens=128, messages=messages, tools=[TOOL],
+                                            tool_choice="required")
+    calls = answer.choices[0].message.tool_calls or []
+    if not calls:
+        state = "failed" if endpoint["kind"] == "llama-server" else "skipped"
+        return row("tool call", state, "the answer called no tool (vLLM needs --enable-auto-tool-choice and a "
+                                       "tool parser)" if state == "skipped" else "the answer called no tool")
+    messages += [answer.choices[0].message.model_dump(exclude_none=True),
+                 {"role": "tool", "tool_call_id": calls[0].id, "content": "12:00"}]
+    final = client.chat.completions.create(model=endpoint["model"], max_tokens=32, messages=messages, tools=[TOOL])
+    return row("tool call", "ok", "%s(%s), then %d tokens after its result" % (
+        calls[0].function.name, calls[0].function.arguments,
+        final.usage.completion_tokens if final.usage else 0))
+
+
+def _longest_prompt(client: Any, endpoint: Mapping[str, Any]) -> Dict[str, str]:
+    length = int(endpoint["prompt_tokens_max"])
+    if length <= 0:
+        return row("longest prompt", "skipped", "no planned maximum (vLLM sizes an auto max_model_len itself)")
+    started = time.monotonic()
+    answer = client.completions.create(model=endpoint["model"], prompt=[FILLER_TOKEN] * length, max_tokens=4)
+    seen = answer.usage.prompt_tokens if answer.usage else 0
+    return row("longest prompt", "ok" if seen >= length else "failed",
+               "%d tokens accepted in %.1f s" % (seen, time.monotonic() - started) if seen >= length
+               else "%d tokens sent, the server counted %d" % (length, seen))
+
+
+def _keys(openai: Any, base_url: str, endpoint: Mapping[str, Any]) -> Dict[str, str]:
+    if not endpoint.get("api_key"):
+        return row("API key", "skipped", "no API key: anyone who reaches the port is served")
+    served = []
+    try:  # No Authorization header at all (the client always sends one).
+        urllib.request.urlopen(base_url + "/models", timeout=60).close()
+        served.append("without a key")
+    except urllib.error.HTTPError as exc:
+        if exc.code != 401:
+            served.append("without a key (HTTP %d, not 401)" % exc.code)
+    wrong = openai.OpenAI(base_url=base_url, api_key="not-the-key-" + str(len(endpoint["api_key"])), max_retries=0,
+                          timeout=60)
+    try:
+        wrong.models.list()
+        served.append("with a wrong key")
+    except openai.AuthenticationError:
+        pass
+    return row("API key", "failed" if served else "ok",
+               "served %s" % " and ".join(served) if served else "401 without a key and with a wrong one")
+
+
+def check_endpoint(openai: Any, base_url: str, endpoint: Mapping[str, Any], timeout: float) -> List[Dict[str, str]]:
+    """Every check of one endpoint, with the openai package given (the controller's)."""
+    client = openai.OpenAI(base_url=base_url, api_key=endpoint.get("api_key") or "none", max_retries=0,
+                           timeout=timeout)
+    checks: List[Callable[[], Dict[str, str]]] = [
+        lambda: _models(client, endpoint), lambda: _chat(client, endpoint), lambda: _stream(client, endpoint),
+        lambda: _tools(client, endpoint, base_url), lambda: _longest_prompt(client, endpoint),
+        lambda: _keys(openai, base_url, endpoint)]
+    names = ["models", "chat", "stream", "tool call", "longest prompt", "API key"]
+    rows = []
+    for name, check in zip(names, checks):
+        try:
+            rows.append(check())
+        except (openai.APIError, urllib.error.URLError, OSError, ValueError) as exc:
+            rows.append(row(name, "failed", "%s: %s" % (type(exc).__name__, " ".join(str(exc).split())[:300])))
+    return rows

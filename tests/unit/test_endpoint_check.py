@@ -1,0 +1,160 @@
+"""endpoint_check's checks with the real OpenAI client, against a stub that replays llama-server's recorded answers
+(tests/fixtures/llama-server-api), and its tunnel with the relay the demo's container runs."""
+import http.server
+import json
+import socket
+import sys
+import threading
+import urllib.request
+from pathlib import Path
+
+import openai
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "collections"))
+from ansible_collections.v100.llm.plugins.plugin_utils.endpoint_checks import (  # noqa: E402
+    check_endpoint, key_from_file)
+from ansible_collections.v100.llm.plugins.plugin_utils.endpoint_tunnel import (  # noqa: E402
+    DOCKER_RELAY, Tunnel, reach_hint, transport_command)
+
+RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "llama-server-api"
+KEY = "demo-key-not-a-secret"
+ENDPOINT = {"name": "demo", "kind": "llama-server", "url": "http://127.0.0.1:8080", "address": "127.0.0.1",
+            "port": 8080, "model": "smollm2", "key_file": "/etc/llama-server/demo.key", "api_key": KEY,
+            "prompt_tokens_max": 8}
+
+
+def stub(behaviour):
+    """A server on a free loopback port answering as the recorded llama-server, changed by `behaviour`."""
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def answer(self, status, body, content_type="application/json"):
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def authorized(self):
+            if behaviour.get("open") or self.headers.get("Authorization") == "Bearer " + KEY:
+                return True
+            self.answer(401, (RECORDED / "unauthorized.txt").read_text().splitlines()[0].encode())
+            return False
+
+        def do_GET(self):
+            if self.authorized():
+                self.answer(200, (RECORDED / ("models.json" if self.path == "/v1/models" else "props.json"))
+                            .read_bytes())
+
+        def do_POST(self):
+            request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            if not self.authorized():
+                return
+            if self.path == "/v1/completions":
+                recorded = json.loads((RECORDED / "completion.json").read_text())
+                recorded["usage"]["prompt_tokens"] = len(request["prompt"]) - behaviour.get("cut", 0)
+                self.answer(200, json.dumps(recorded).encode())
+            elif request.get("stream"):
+                events = (RECORDED / "chat-stream.sse").read_bytes()
+                if behaviour.get("one_chunk"):  # what a buffering proxy makes of the content
+                    lines = [json.loads(line[6:]) for line in events.decode().split("\n\n")
+                             if line.startswith("data: {")]
+                    text = "".join(c["choices"][0]["delta"].get("content") or "" for c in lines if c["choices"])
+                    lines = [lines[0], dict(lines[1], choices=[dict(lines[1]["choices"][0], delta={"content": text})]),
+                             lines[-1]]
+                    events = b"".join(b"data: " + json.dumps(line).encode() + b"\n\n" for line in lines) + \
+                        b"data: [DONE]\n\n"
+                self.answer(200, events, "text/event-stream")
+            else:
+                self.answer(200, (RECORDED / "chat.json").read_bytes())
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def run_checks(**behaviour):
+    server = stub(behaviour)
+    try:
+        rows = check_endpoint(openai, "http://127.0.0.1:%d/v1" % server.server_address[1], ENDPOINT, 30)
+    finally:
+        server.shutdown()
+    return {row["check"]: row for row in rows}
+
+
+def test_llama_server_as_recorded_passes_each_check_and_skips_tools_its_template_lacks():
+    rows = run_checks()
+    assert {name: row["state"] for name, row in rows.items()} == {
+        "models": "ok", "chat": "ok", "stream": "ok", "tool call": "skipped", "longest prompt": "ok", "API key": "ok"}
+    assert rows["models"]["detail"] == "/v1/models lists smollm2"
+    assert rows["stream"]["detail"].startswith("8 chunks, the first after ")
+    assert rows["stream"]["detail"].endswith("usage 36 prompt + 8 completion tokens")
+    assert "no tool support" in rows["tool call"]["detail"]
+    assert rows["API key"]["detail"] == "401 without a key and with a wrong one"
+
+
+def test_a_stream_that_arrives_in_one_chunk_fails_and_says_why():
+    row = run_checks(one_chunk=True)["stream"]
+    assert row["state"] == "failed" and "1 content chunk(s): a proxy or the server buffers the stream" in row["detail"]
+
+
+def test_a_server_without_its_key_fails_the_key_check():
+    assert run_checks(open=True)["API key"] == {
+        "check": "API key", "state": "failed", "detail": "served without a key and with a wrong key"}
+
+
+def test_a_prompt_cut_short_fails():
+    assert run_checks(cut=1)["longest prompt"]["detail"] == "8 tokens sent, the server counted 7"
+
+
+def test_no_server_fails_every_check_and_names_the_error():
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    rows = check_endpoint(openai, "http://127.0.0.1:%d/v1" % port, ENDPOINT, 5)
+    assert all(row["state"] == "failed" for row in rows if row["check"] != "API key")
+    assert rows[0]["detail"].startswith("APIConnectionError")
+
+
+def test_the_relay_carries_http_through_the_tunnel():
+    server = stub({})
+    tunnel = Tunnel([sys.executable, "-c", DOCKER_RELAY, "127.0.0.1", str(server.server_address[1])], 8080)
+    try:
+        request = urllib.request.Request("http://127.0.0.1:%d/v1/models" % tunnel.port,
+                                         headers={"Authorization": "Bearer " + KEY})
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            assert json.load(answer)["data"][0]["id"] == "smollm2"
+        rows = check_endpoint(openai, "http://127.0.0.1:%d/v1" % tunnel.port, ENDPOINT, 30)
+        assert [row["state"] for row in rows] == ["ok", "ok", "ok", "skipped", "ok", "ok"]
+    finally:
+        tunnel.close()
+        server.shutdown()
+
+
+def test_transport_commands():
+    ssh = {"host": "gpu1", "port": 2222, "remote_user": "ops", "private_key_file": "~/.ssh/gpu",
+           "ssh_common_args": "-o ProxyJump=bastion", "ssh_extra_args": ""}
+    assert transport_command("ansible.builtin.ssh", ssh, "127.0.0.1", 8080) == [
+        "ssh", "-o", "BatchMode=yes", "-o", "ExitOnForwardFailure=yes", "-W", "127.0.0.1:8080", "-p", "2222",
+        "-l", "ops", "-i", "~/.ssh/gpu", "-o", "ProxyJump=bastion", "gpu1"]
+    assert transport_command("ssh", {"host": "gpu1"}, "::1", 8000)[6] == "[::1]:8000"
+    assert transport_command("community.docker.docker", {"remote_addr": "v100-demo"}, "127.0.0.1", 8080)[:5] == [
+        "docker", "exec", "-i", "v100-demo", "python3"]
+    assert transport_command("local", {}, "127.0.0.1", 8080) is None
+    with pytest.raises(ValueError, match="the connection ansible.builtin.winrm cannot carry a port forward"):
+        transport_command("ansible.builtin.winrm", {}, "127.0.0.1", 8080)
+
+
+def test_reach_hints():
+    assert reach_hint("ssh", {"host": "gpu1", "remote_user": "ops"}, ENDPOINT) == (
+        "ssh -N -L 8080:127.0.0.1:8080 ops@gpu1, then the base URL http://127.0.0.1:8080/v1 with the key")
+    assert "cat /etc/llama-server/demo.key" in reach_hint("community.docker.docker", {"remote_addr": "v100-demo"},
+                                                          ENDPOINT)
+
+
+def test_keys_from_files():
+    assert key_from_file("demo-key-not-a-secret\n", "") == KEY
+    assert key_from_file('# managed\nVLLM_API_KEY="a\\"b\\\\c"\nHF_TOKEN="t"\n', "VLLM_API_KEY") == 'a"b\\c'
+    assert key_from_file("HF_TOKEN=x\n", "VLLM_API_KEY") == ""
