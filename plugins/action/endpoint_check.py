@@ -57,6 +57,9 @@ class ActionModule(ActionBase):
             summary.append("  reach it: " + reach_hint(connection, options, endpoint))
             failed += ["%s (%s): %s: %s" % (endpoint["name"], endpoint["url"], check["check"], check["detail"])
                        for check in rows if check["state"] == "failed"]
+        if not endpoints:
+            summary.append("no server to check on this host (llama_cpp_enabled is off, and vllm_enabled or "
+                           "vllm_server_model)")
         result.update(changed=False, endpoints=reports, summary=summary, failed=bool(failed))
         if failed:
             result["msg"] = "The OpenAI client found problems: " + " | ".join(failed)
