@@ -18,6 +18,7 @@ TOOL = {"type": "function", "function": {
     "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
 # Any id below the smallest vocabulary served here: a prompt of N of them is N tokens, with no tokenizer needed.
 FILLER_TOKEN = 1000
+NO_ANSWER = "no answer"
 
 
 def key_from_file(text: str, variable: str) -> str:
@@ -152,10 +153,16 @@ def check_endpoint(openai: Any, base_url: str, endpoint: Mapping[str, Any], time
         lambda: _tools(client, endpoint, base_url), lambda: _longest_prompt(client, endpoint),
         lambda: _keys(openai, base_url, endpoint)]
     names = ["models", "chat", "stream", "tool call", "longest prompt", "API key"]
-    rows = []
+    rows: List[Dict[str, str]] = []
     for name, check in zip(names, checks):
+        if rows and rows[0]["detail"].startswith(NO_ANSWER):
+            rows.append(row(name, "skipped", "no connection"))
+            continue
         try:
             rows.append(check())
+        except openai.APIConnectionError:
+            rows.append(row(name, "failed", "%s on the host's %s port %s: is the server running there?" % (
+                NO_ANSWER, endpoint.get("address", "127.0.0.1"), endpoint.get("port"))))
         except (openai.APIError, urllib.error.URLError, OSError, ValueError) as exc:
             rows.append(row(name, "failed", "%s: %s" % (type(exc).__name__, " ".join(str(exc).split())[:300])))
     return rows

@@ -129,6 +129,12 @@ class Tunnel:
         except OSError:
             pass
         finally:
+            # shutdown, not only close: the other thread's recv() keeps the socket open until it is woken, and
+            # the client would wait for an answer that never comes.
+            try:
+                client.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
             client.close()
 
     def close(self) -> None:
