@@ -7,7 +7,8 @@ from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.v100.llm.plugins.plugin_utils.endpoint_checks import check_endpoint, key_from_file
-from ansible_collections.v100.llm.plugins.plugin_utils.endpoint_tunnel import Tunnel, reach_hint, transport_command
+from ansible_collections.v100.llm.plugins.plugin_utils.endpoint_tunnel import Tunnel, transport_command
+from ansible_collections.v100.llm.plugins.plugin_utils.endpoint_usage import usage_lines
 
 CONNECTION_OPTIONS = ("host", "port", "remote_user", "private_key_file", "ssh_common_args", "ssh_extra_args",
                       "remote_addr")
@@ -20,7 +21,8 @@ class ActionModule(ActionBase):
     _VALID_ARGS = frozenset(("endpoints", "timeout"))
 
     def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars or {})
+        task_vars = task_vars or {}
+        result = super().run(tmp, task_vars)
         del tmp  # unused since Ansible 2.5
         try:
             import openai  # pylint: disable=import-outside-toplevel
@@ -36,9 +38,9 @@ class ActionModule(ActionBase):
                 pass
         endpoints = self._task.args.get("endpoints") or []
         timeout = float(self._task.args.get("timeout", 600))
-        reports, failed, summary = [], [], []
+        reports, failed, summary, usage = [], [], [], []
         for endpoint in endpoints:
-            endpoint = dict(endpoint, api_key=self._key(endpoint, task_vars or {}))
+            endpoint = dict(endpoint, api_key=self._key(endpoint, task_vars))
             try:
                 tunnel = Tunnel(transport_command(connection, options, endpoint["address"], int(endpoint["port"])),
                                 int(endpoint["port"]))
@@ -54,13 +56,16 @@ class ActionModule(ActionBase):
                                                      "key in %s" % endpoint["key_file"] if endpoint.get("key_file")
                                                      else "no key")]
             summary += ["  %-14s %-7s %s" % (check["check"], check["state"], check["detail"]) for check in rows]
-            summary.append("  reach it: " + reach_hint(connection, options, endpoint))
+            usage += ["%s: %s/v1 on %s, model %s%s" % (
+                endpoint["name"], endpoint["url"], task_vars.get("inventory_hostname"), endpoint["model"],
+                ", key in %s (root only)" % endpoint["key_file"] if endpoint.get("key_file") else ", no key")]
+            usage += usage_lines(connection, options, endpoint)
             failed += ["%s (%s): %s: %s" % (endpoint["name"], endpoint["url"], check["check"], check["detail"])
                        for check in rows if check["state"] == "failed"]
         if not endpoints:
             summary.append("no server to check on this host (llama_cpp_enabled is off, and vllm_enabled or "
                            "vllm_server_model)")
-        result.update(changed=False, endpoints=reports, summary=summary, failed=bool(failed))
+        result.update(changed=False, endpoints=reports, summary=summary, usage=usage, failed=bool(failed))
         if failed:
             result["msg"] = "The OpenAI client found problems: " + " | ".join(failed)
         return result

@@ -59,8 +59,11 @@ def _chat(client: Any, endpoint: Mapping[str, Any]) -> Dict[str, str]:
 def _stream(client: Any, endpoint: Mapping[str, Any]) -> Dict[str, str]:
     started = time.monotonic()
     first, chunks, usage = None, 0, None
-    for chunk in client.chat.completions.create(model=endpoint["model"], max_tokens=32, stream=True,
+    # ignore_eos (llama-server's and vLLM's extension): a model that would stop after a word still streams
+    # 16 tokens, so one chunk means buffering, not a short answer.
+    for chunk in client.chat.completions.create(model=endpoint["model"], max_tokens=16, stream=True,
                                                 stream_options={"include_usage": True},
+                                                extra_body={"ignore_eos": True},
                                                 messages=[{"role": "user", "content": "Count from one to ten."}]):
         if chunk.choices and chunk.choices[0].delta.content:
             chunks += 1

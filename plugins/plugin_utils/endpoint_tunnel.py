@@ -61,20 +61,6 @@ def transport_command(connection: str, options: Mapping[str, object], address: s
                      % connection)
 
 
-def reach_hint(connection: str, options: Mapping[str, object], endpoint: Mapping[str, object]) -> str:
-    """How a user on the controller reaches the endpoint, for the run's last words."""
-    name = connection.rsplit(".", 1)[-1]
-    if name in ("ssh", "paramiko_ssh"):
-        user = "%s@" % options["remote_user"] if options.get("remote_user") else ""
-        return ("ssh -N -L %(port)s:%(address)s:%(port)s " % endpoint + user + str(options["host"])
-                + ", then the base URL http://127.0.0.1:%s/v1 with the key" % endpoint["port"])
-    if name in ("docker", "docker_api"):
-        key = " -H \"Authorization: Bearer $(cat %s)\"" % endpoint["key_file"] if endpoint.get("key_file") else ""
-        return "docker exec -it %s sh -c 'curl%s %s/v1/models' (the port is the container's own)" % (
-            options["remote_addr"], key, endpoint["url"])
-    return "%s/v1 on this machine" % endpoint["url"]
-
-
 class Tunnel:
     """Listens on 127.0.0.1:<free port>; each accepted connection is piped through a transport command (None: the
     port is this machine's own)."""

@@ -3,6 +3,7 @@
 import http.server
 import json
 import socket
+import subprocess
 import sys
 import threading
 import urllib.request
@@ -15,7 +16,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "collections"))
 from ansible_collections.v100.llm.plugins.plugin_utils.endpoint_checks import (  # noqa: E402
     check_endpoint, key_from_file)
 from ansible_collections.v100.llm.plugins.plugin_utils.endpoint_tunnel import (  # noqa: E402
-    DOCKER_RELAY, Tunnel, reach_hint, transport_command)
+    DOCKER_RELAY, Tunnel, transport_command)
+from ansible_collections.v100.llm.plugins.plugin_utils.endpoint_usage import usage_lines  # noqa: E402
 
 RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "llama-server-api"
 KEY = "demo-key-not-a-secret"
@@ -160,11 +162,38 @@ def test_transport_commands():
         transport_command("ansible.builtin.winrm", {}, "127.0.0.1", 8080)
 
 
-def test_reach_hints():
-    assert reach_hint("ssh", {"host": "gpu1", "remote_user": "ops"}, ENDPOINT) == (
-        "ssh -N -L 8080:127.0.0.1:8080 ops@gpu1, then the base URL http://127.0.0.1:8080/v1 with the key")
-    assert "cat /etc/llama-server/demo.key" in reach_hint("community.docker.docker", {"remote_addr": "v100-demo"},
-                                                          ENDPOINT)
+def test_usage_over_ssh_forwards_the_port_and_reads_the_key_where_it_lives():
+    lines = usage_lines("ansible.builtin.ssh", {"host": "gpu1", "remote_user": "ops", "port": 2222,
+                                                "ssh_common_args": "-o ProxyJump=bastion"}, ENDPOINT)
+    assert lines[:2] == [
+        "  first, in another terminal: ssh -p 2222 -o ProxyJump=bastion ops@gpu1 -N -L 8080:127.0.0.1:8080",
+        "  the key:    export KEY=$(ssh -p 2222 -o ProxyJump=bastion ops@gpu1 sudo cat /etc/llama-server/demo.key)"]
+    assert lines[2] == ("  curl:   curl -s http://127.0.0.1:8080/v1/chat/completions -H \"Authorization: Bearer $KEY\" "
+                        "-H 'Content-Type: application/json' -d '{\"model\": \"smollm2\", \"messages\": "
+                        "[{\"role\": \"user\", \"content\": \"Hello from a V100 host\"}]}'")
+    assert "apiBase: 'http://127.0.0.1:8080/v1'" in lines[4] and "OPENAI_API_BASE_URL=http://127.0.0.1:8080/v1" in lines[5]
+
+
+def test_usage_without_a_key_sends_none():
+    lines = usage_lines("local", {}, dict(ENDPOINT, key_file=""))
+    assert not any("export KEY" in line or "Authorization" in line for line in lines)
+    assert lines[-1] == "  Open WebUI: OPENAI_API_BASE_URL=http://127.0.0.1:8080/v1 OPENAI_API_KEY=none"
+
+
+def test_the_python_line_for_a_container_runs_as_printed(tmp_path):
+    """The container's line, run here with `docker exec NAME` taken off, against the stub through its key file."""
+    server = stub({})
+    (tmp_path / "demo.key").write_text(KEY + "\n")
+    endpoint = dict(ENDPOINT, url="http://127.0.0.1:%d" % server.server_address[1], key_file=str(tmp_path / "demo.key"))
+    try:
+        python = usage_lines("community.docker.docker", {"remote_addr": "v100-demo"}, endpoint)[2]
+        assert python.startswith("  Python: docker exec v100-demo python3 -c ")
+        command = python.replace("  Python: docker exec v100-demo python3", sys.executable, 1)
+        done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=60, check=False)
+    finally:
+        server.shutdown()
+    assert done.returncode == 0 and done.stdout.strip() == json.loads(
+        (RECORDED / "chat.json").read_text())["choices"][0]["message"]["content"].strip(), done.stderr
 
 
 def test_keys_from_files():
