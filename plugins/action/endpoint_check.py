@@ -4,14 +4,15 @@ from __future__ import annotations
 import base64
 
 from ansible.errors import AnsibleActionFail
+from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.v100.llm.plugins.plugin_utils.endpoint_checks import check_endpoint, key_from_file
+from ansible_collections.v100.llm.plugins.plugin_utils.endpoint_checks import NO_ANSWER, check_endpoint, key_from_file
 from ansible_collections.v100.llm.plugins.plugin_utils.endpoint_tunnel import Tunnel, transport_command
 from ansible_collections.v100.llm.plugins.plugin_utils.endpoint_usage import usage_lines
 
-CONNECTION_OPTIONS = ("host", "port", "remote_user", "private_key_file", "ssh_common_args", "ssh_extra_args",
-                      "remote_addr")
+# What the usage lines and the docker relay read; ssh builds its own command (_ssh_command).
+CONNECTION_OPTIONS = ("host", "port", "remote_user", "ssh_common_args", "remote_addr")
 
 
 class ActionModule(ActionBase):
@@ -36,6 +37,8 @@ class ActionModule(ActionBase):
                 options[name] = self._connection.get_option(name)
             except KeyError:
                 pass
+        if connection.rsplit(".", 1)[-1] == "ssh":
+            options["ssh_command"] = self._ssh_command(options)
         endpoints = self._task.args.get("endpoints") or []
         timeout = float(self._task.args.get("timeout", 600))
         reports, failed, summary, usage = [], [], [], []
@@ -51,6 +54,9 @@ class ActionModule(ActionBase):
                 rows = check_endpoint(openai, base_url, endpoint, timeout)
             finally:
                 tunnel.close()
+            if tunnel.errors and rows[0]["state"] == "failed":
+                rows[0]["detail"] = "%s on the host's %s port %s; the tunnel (%s) said: %s" % (
+                    NO_ANSWER, endpoint["address"], endpoint["port"], tunnel.command[0], tunnel.errors[-1])
             reports.append({"name": endpoint["name"], "url": endpoint["url"], "checks": rows})
             summary += ["%s %s/v1 (model %s, %s)" % (endpoint["name"], endpoint["url"], endpoint["model"],
                                                      "key in %s" % endpoint["key_file"] if endpoint.get("key_file")
@@ -69,6 +75,22 @@ class ActionModule(ActionBase):
         if failed:
             result["msg"] = "The OpenAI client found problems: " + " | ".join(failed)
         return result
+
+    def _ssh_command(self, options):
+        """ssh as the connection runs it (its own _build_command: ssh_args with the control path, host key
+        checking, user, port, key, common and extra args), with other arguments before the host."""
+        connection = self._connection
+        if connection.get_option("password") or self._play_context.password:
+            raise AnsibleActionFail("endpoint_check reaches the servers with ssh -W, which cannot type "
+                                    "ansible_password: use a key or an ssh-agent for this host, or run "
+                                    "playbooks/verify.yml on the host itself (-c local)")
+        host = options.get("host") or self._play_context.remote_addr
+
+        def command(*arguments):
+            built = connection._build_command(  # pylint: disable=protected-access
+                connection.get_option("ssh_executable"), "ssh", *arguments, host)
+            return [to_text(word) for word in built]
+        return command
 
     def _key(self, endpoint, task_vars):
         """The key the server reads, from its file on the host (root only: the task runs with become)."""

@@ -1,6 +1,6 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
-"""Write a pure-Python wheel built from source text (see module_utils/local_wheel.py)."""
+"""Write a pure-Python wheel built from source text (see module_utils/vllm/local_wheel.py)."""
 from __future__ import annotations
 
 DOCUMENTATION = r"""

@@ -5,14 +5,15 @@ on the controller gets there through the host's own connection: `ssh -W`
 over SSH, a small relay run with `docker exec -i` in a container, or the
 port itself with the local connection. Each client connection gets its own
 transport process; nothing listens on the host beyond the server itself.
+The controller's end is a port on its own loopback, open to its local users
+for the seconds the checks take.
 """
 from __future__ import annotations
 
-import shlex
 import socket
 import subprocess
 import threading
-from typing import List, Mapping, Optional
+from typing import Any, List, Mapping, Optional
 
 # Run on the host by `docker exec -i`: stdin to the port, the port to stdout.
 DOCKER_RELAY = (
@@ -34,46 +35,45 @@ DOCKER_RELAY = (
 )
 
 
-def transport_command(connection: str, options: Mapping[str, object], address: str,
+def transport_command(connection: str, options: Mapping[str, Any], address: str,
                       port: int) -> Optional[List[str]]:
     """The command whose stdin and stdout are a TCP connection to address:port on the host, for Ansible's
     connection plugin `connection` and its options; None for the local connection (the port is the controller's);
-    ValueError for a connection this cannot tunnel through."""
+    ValueError for a connection this cannot tunnel through.
+
+    Over SSH, options["ssh_command"] builds the command as the connection builds its own (its ssh_args, control
+    path, host key checking, user, port, key, common and extra args), so `-W` rides the login Ansible made.
+    """
     name = connection.rsplit(".", 1)[-1]
     if name == "local":
         return None
-    if name in ("ssh", "paramiko_ssh"):
-        command = ["ssh", "-o", "BatchMode=yes", "-o", "ExitOnForwardFailure=yes", "-W", "[%s]:%d" % (address, port) if ":" in address
-                   else "%s:%d" % (address, port)]
-        if options.get("port"):
-            command += ["-p", str(options["port"])]
-        if options.get("remote_user"):
-            command += ["-l", str(options["remote_user"])]
-        if options.get("private_key_file"):
-            command += ["-i", str(options["private_key_file"])]
-        for key in ("ssh_common_args", "ssh_extra_args"):
-            command += shlex.split(str(options.get(key) or ""))
-        return command + [str(options["host"])]
+    if name == "ssh":
+        return options["ssh_command"]("-W", "[%s]:%d" % (address, port) if ":" in address else "%s:%d" % (address, port))
     if name in ("docker", "docker_api"):
         return ["docker", "exec", "-i", str(options["remote_addr"]), "python3", "-c", DOCKER_RELAY, address,
                 str(port)]
-    raise ValueError("the connection %s cannot carry a port forward here: use ssh, local or community.docker.docker"
-                     % connection)
+    raise ValueError("the connection %s cannot carry a port forward here: use ansible.builtin.ssh, local or "
+                     "community.docker.docker" % connection)
 
 
 class Tunnel:
     """Listens on 127.0.0.1:<free port>; each accepted connection is piped through a transport command (None: the
-    port is this machine's own)."""
+    port is this machine's own). Every transport's last words on stderr are kept (an ssh refusal, a missing
+    binary), to say why nothing answered."""
 
     def __init__(self, command: Optional[List[str]], port: int) -> None:
         self.command = command
+        self.errors: List[str] = []
+        self._lock = threading.Lock()
+        self._closed = False
+        self._processes: List[subprocess.Popen] = []
         self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.listener.bind(("127.0.0.1", 0))
         self.listener.listen(16)
         self.port = self.listener.getsockname()[1] if command else port
-        self.processes: List[subprocess.Popen] = []
+        self._acceptor = threading.Thread(target=self._accept, daemon=True)
         if command:
-            threading.Thread(target=self._accept, daemon=True).start()
+            self._acceptor.start()
 
     def _accept(self) -> None:
         while True:
@@ -81,9 +81,18 @@ class Tunnel:
                 client, _ = self.listener.accept()
             except OSError:
                 return
-            process = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                       stderr=subprocess.DEVNULL)
-            self.processes.append(process)
+            with self._lock:
+                if self._closed:
+                    client.close()
+                    return
+                try:
+                    process = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                               stderr=subprocess.PIPE)
+                except OSError as exc:
+                    self.errors.append("%s: %s" % (self.command[0], exc))
+                    _close(client)
+                    continue
+                self._processes.append(process)
             threading.Thread(target=self._client_to_host, args=(client, process), daemon=True).start()
             threading.Thread(target=self._host_to_client, args=(client, process), daemon=True).start()
 
@@ -104,8 +113,7 @@ class Tunnel:
             except OSError:
                 pass
 
-    @staticmethod
-    def _host_to_client(client: socket.socket, process: subprocess.Popen) -> None:
+    def _host_to_client(self, client: socket.socket, process: subprocess.Popen) -> None:
         try:
             while True:
                 data = process.stdout.read1(65536)
@@ -115,17 +123,31 @@ class Tunnel:
         except OSError:
             pass
         finally:
-            # shutdown, not only close: the other thread's recv() keeps the socket open until it is woken, and
-            # the client would wait for an answer that never comes.
-            try:
-                client.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            client.close()
+            # Its last words first: the client, woken by the close, may ask for them at once.
+            said = process.stderr.read().decode(errors="replace").strip().splitlines()
+            if process.wait() != 0 and said:
+                self.errors.append(said[-1])
+            _close(client)
 
     def close(self) -> None:
-        self.listener.close()
-        for process in self.processes:
+        with self._lock:
+            self._closed = True
+            processes = list(self._processes)
+        # shutdown wakes the accept() a plain close leaves blocked (and listening).
+        _close(self.listener)
+        if self.command:
+            self._acceptor.join(timeout=10)
+        for process in processes:
             if process.poll() is None:
                 process.kill()
             process.wait()
+
+
+def _close(sock: socket.socket) -> None:
+    """shutdown, then close: another thread's recv() or accept() keeps a socket open until it is woken, and the
+    peer would wait for an answer that never comes."""
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    sock.close()

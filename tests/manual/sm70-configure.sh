@@ -3,7 +3,7 @@
 # llama_cpp_cuda_architectures: "70" target sm_70 with a real nvcc, on a
 # machine without a GPU or NVIDIA's CUDA 12 (unreachable here): Debian 12's
 # own nvidia-cuda-toolkit (nvcc 11.8, non-free) in the base test image.
-# Configures llama.cpp 0c1e57098 with the arguments llama_cpp_build.build_plan
+# Configures llama.cpp 0c1e57098 with the arguments llama/build.py: build_plan
 # returns, compiles one ggml-cuda kernel and lists its cubin/PTX architectures.
 # Not part of scripts/test (a 2 GB toolkit download). Run from the repo root
 # after scripts/test built the image and cached the source archive.
@@ -13,7 +13,7 @@ archive=${HOME}/.cache/v100-llm/llama-cpp-python-0.3.36/llama.cpp-0c1e570.tar.gz
 .venv/bin/python - > /tmp/sm70-cmake-args.txt <<'PY'
 import sys
 sys.path.insert(0, "collections")  # this repository as the collection v100.llm
-from ansible_collections.v100.llm.plugins.module_utils import llama_cpp_build as build
+from ansible_collections.v100.llm.plugins.module_utils.llama import build
 plan = build.build_plan(dict(
     requested_architectures="70", preflight_architectures=None, gpus=[], source_sha256="0" * 64,
     version="b0c1e570", build_number="", commit="0c1e57098bba43ac29e6e3b677cdceebdd22334f",

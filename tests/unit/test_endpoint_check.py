@@ -149,17 +149,48 @@ def test_a_tunnel_to_a_stopped_server_fails_at_once_naming_the_connection():
 
 
 def test_transport_commands():
-    ssh = {"host": "gpu1", "port": 2222, "remote_user": "ops", "private_key_file": "~/.ssh/gpu",
-           "ssh_common_args": "-o ProxyJump=bastion", "ssh_extra_args": ""}
-    assert transport_command("ansible.builtin.ssh", ssh, "127.0.0.1", 8080) == [
-        "ssh", "-o", "BatchMode=yes", "-o", "ExitOnForwardFailure=yes", "-W", "127.0.0.1:8080", "-p", "2222",
-        "-l", "ops", "-i", "~/.ssh/gpu", "-o", "ProxyJump=bastion", "gpu1"]
-    assert transport_command("ssh", {"host": "gpu1"}, "::1", 8000)[6] == "[::1]:8000"
+    built = []
+    ssh = {"ssh_command": lambda *arguments: built.append(arguments) or ["ssh", *arguments, "gpu1"]}
+    assert transport_command("ansible.builtin.ssh", ssh, "127.0.0.1", 8080) == ["ssh", "-W", "127.0.0.1:8080", "gpu1"]
+    assert transport_command("ssh", ssh, "::1", 8000)[2] == "[::1]:8000"
     assert transport_command("community.docker.docker", {"remote_addr": "v100-demo"}, "127.0.0.1", 8080)[:5] == [
         "docker", "exec", "-i", "v100-demo", "python3"]
     assert transport_command("local", {}, "127.0.0.1", 8080) is None
-    with pytest.raises(ValueError, match="the connection ansible.builtin.winrm cannot carry a port forward"):
-        transport_command("ansible.builtin.winrm", {}, "127.0.0.1", 8080)
+    for connection in ("ansible.builtin.paramiko_ssh", "ansible.builtin.winrm"):
+        with pytest.raises(ValueError, match="the connection %s cannot carry a port forward" % connection):
+            transport_command(connection, {}, "127.0.0.1", 8080)
+
+
+def test_a_transport_that_fails_is_named_with_its_last_words():
+    tunnel = Tunnel([sys.executable, "-c", "import sys; sys.exit('Permission denied (publickey).')"], 8080)
+    try:
+        rows = check_endpoint(openai, "http://127.0.0.1:%d/v1" % tunnel.port, ENDPOINT, 20)
+    finally:
+        tunnel.close()
+    assert rows[0]["state"] == "failed" and tunnel.errors[-1] == "Permission denied (publickey)."
+    missing = Tunnel(["/nonexistent/ssh"], 8080)
+    try:
+        check_endpoint(openai, "http://127.0.0.1:%d/v1" % missing.port, ENDPOINT, 20)
+    finally:
+        missing.close()
+    assert missing.errors[0].startswith("/nonexistent/ssh: [Errno 2]")
+
+
+def test_a_closed_tunnel_listens_no_more():
+    server = stub({})
+    tunnel = Tunnel([sys.executable, "-c", DOCKER_RELAY, "127.0.0.1", str(server.server_address[1])], 8080)
+    tunnel.close()
+    server.shutdown()
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", tunnel.port), timeout=5).close()
+
+
+def test_a_proxy_in_the_environment_is_not_used(monkeypatch):
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
+    monkeypatch.setenv("http_proxy", "http://127.0.0.1:9")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    assert {row["state"] for row in run_checks().values()} == {"ok", "skipped"}
 
 
 def test_usage_over_ssh_forwards_the_port_and_reads_the_key_where_it_lives():
