@@ -12,7 +12,8 @@ from ansible_collections.v100.llm.plugins.plugin_utils.endpoint_tunnel import Tu
 from ansible_collections.v100.llm.plugins.plugin_utils.endpoint_usage import usage_lines
 
 # What the usage lines and the docker relay read; ssh builds its own command (_ssh_command).
-CONNECTION_OPTIONS = ("host", "port", "remote_user", "ssh_common_args", "remote_addr")
+CONNECTION_OPTIONS = ("host", "port", "remote_user", "private_key_file", "ssh_common_args", "ssh_extra_args",
+                      "remote_addr")
 
 
 class ActionModule(ActionBase):

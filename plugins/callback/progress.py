@@ -28,6 +28,14 @@ options:
 """
 
 
+def _message(result):
+    """What a failed result says: its msg, an include's reason, a loop's first failed item, or its stderr."""
+    failed_items = [item for item in result.get("results", []) if isinstance(item, dict) and item.get("failed")]
+    if failed_items and result.get("msg", "").startswith("One or more items failed"):
+        result = failed_items[0]
+    return result.get("msg") or result.get("reason") or result.get("stderr") or "failed (no message)"
+
+
 class CallbackModule(CallbackBase):
     CALLBACK_VERSION = 2.0
     CALLBACK_TYPE = "notification"
@@ -38,8 +46,11 @@ class CallbackModule(CallbackBase):
         super().__init__()
         fd = os.environ.get("V100_LLM_PROGRESS_FD", "")
         self._out = os.fdopen(int(fd), "w", buffering=1, closefd=False) if fd.isdigit() else sys.stderr
-        self._play, self._started, self._counts = None, 0.0, {}
-        self._failures, self._reports, self._usage = [], [], []
+        self._play, self._started, self._counts, self._hosts = None, 0.0, {}, set()
+        # A failure a rescue or a later task of the same host outlives is not the run's: held until then.
+        self._pending, self._failures, self._reports, self._usage = {}, [], [], []
+        # The last failure each host went on from: an `always:` runs after one that still ends the host's run.
+        self._outlived = {}
 
     def _say(self, line=""):
         self._out.write(line + "\n")
@@ -47,49 +58,60 @@ class CallbackModule(CallbackBase):
     def _end_play(self):
         if self._play is None:
             return
+        self._failures += self._pending.values()
         counts = self._counts
-        ran = counts.get("ok", 0) + counts.get("failed", 0)
-        state = "FAILED" if counts.get("failed") else "ok" if ran else "skipped"
-        self._say("  %-12s %-7s %5.0f s  %d tasks, %d changed" % (self._play, state, time.monotonic() - self._started,
-                                                                  ran, counts.get("changed", 0)))
-        self._play = None
+        ran = counts.get("ok", 0) + len(self._pending)
+        state = "FAILED" if self._pending else "ok" if ran else "skipped"
+        self._say("  %-12s %-7s %5.0f s  %d results on %d host(s), %d changed" % (
+            self._play, state, time.monotonic() - self._started, ran, len(self._hosts), counts.get("changed", 0)))
+        self._play, self._pending = None, {}
 
     def v2_playbook_on_play_start(self, play):
         self._end_play()
-        self._play, self._started, self._counts = play.get_name().strip(), time.monotonic(), {}
+        self._play, self._started, self._counts, self._hosts = play.get_name().strip(), time.monotonic(), {}, set()
 
-    def _count(self, key):
+    def v2_playbook_on_no_hosts_matched(self):
+        self._say("  no hosts matched: check the inventory and --limit")
+
+    def _count(self, result, key):
         self._counts[key] = self._counts.get(key, 0) + 1
+        self._hosts.add(result.host.get_name())
 
     def _keep_report(self, result):
-        if result._task.action.endswith("endpoint_check"):  # pylint: disable=protected-access
-            self._reports += result._result.get("summary", [])  # pylint: disable=protected-access
-            self._usage += result._result.get("usage", [])  # pylint: disable=protected-access
+        if result.task.action.endswith("endpoint_check"):
+            host = result.host.get_name()
+            self._reports += ["%s: %s" % (host, line) for line in result.result.get("summary", [])]
+            self._usage += result.result.get("usage", [])
+
+    def _went_on(self, result):
+        failure = self._pending.pop(result.host.get_name(), None)
+        if failure:
+            self._outlived[result.host.get_name()] = failure
 
     def v2_runner_on_ok(self, result):
-        self._count("ok")
-        if result._result.get("changed"):  # pylint: disable=protected-access
-            self._count("changed")
+        self._went_on(result)
+        self._count(result, "ok")
+        if result.result.get("changed"):
+            self._count(result, "changed")
         self._keep_report(result)
 
     def v2_runner_on_skipped(self, result):
-        self._count("skipped")
+        self._went_on(result)
+        self._count(result, "skipped")
 
     def v2_runner_on_failed(self, result, ignore_errors=False):
         if ignore_errors:
-            self._count("ok")
+            self._count(result, "ok")
             return
-        self._count("failed")
+        self._hosts.add(result.host.get_name())
         self._keep_report(result)
-        message = result._result.get("msg") or result._result.get("stderr") or result._result  # pylint: disable=protected-access
-        self._failures.append("FAILED on %s at %r: %s" % (result._host.get_name(),  # pylint: disable=protected-access
-                                                         result._task.get_name().strip(), message))  # pylint: disable=protected-access
+        self._pending[result.host.get_name()] = "FAILED on %s at %r: %s" % (
+            result.host.get_name(), result.task.get_name().strip(), _message(result.result))
 
     def v2_runner_on_unreachable(self, result):
-        self._count("failed")
-        self._failures.append("UNREACHABLE %s at %r: %s" % (
-            result._host.get_name(), result._task.get_name().strip(),  # pylint: disable=protected-access
-            result._result.get("msg", "")))  # pylint: disable=protected-access
+        self._hosts.add(result.host.get_name())
+        self._pending[result.host.get_name()] = "UNREACHABLE %s at %r: %s" % (
+            result.host.get_name(), result.task.get_name().strip(), result.result.get("msg", ""))
 
     def v2_playbook_on_stats(self, stats):
         self._end_play()
@@ -98,6 +120,9 @@ class CallbackModule(CallbackBase):
             self._say("%-26s : ok=%-4d changed=%-4d unreachable=%-4d failed=%-4d skipped=%-4d" % (
                 host, summary["ok"], summary["changed"], summary["unreachable"], summary["failures"],
                 summary["skipped"]))
+        failed = [host for host in stats.processed if stats.summarize(host)["failures"]]
+        self._failures += [self._outlived[host] for host in sorted(failed) if host in self._outlived
+                           and not any(line.startswith("FAILED on %s " % host) for line in self._failures)]
         for line in self._failures:
             self._say(line)
         if self._reports:

@@ -198,17 +198,32 @@ def test_usage_over_ssh_forwards_the_port_and_reads_the_key_where_it_lives():
                                                 "ssh_common_args": "-o ProxyJump=bastion"}, ENDPOINT)
     assert lines[:2] == [
         "  first, in another terminal: ssh -p 2222 -o ProxyJump=bastion ops@gpu1 -N -L 8080:127.0.0.1:8080",
-        "  the key:    export KEY=$(ssh -p 2222 -o ProxyJump=bastion ops@gpu1 sudo cat /etc/llama-server/demo.key)"]
+        "  the key:    export KEY=$(ssh -p 2222 -o ProxyJump=bastion ops@gpu1 sudo -n cat /etc/llama-server/demo.key "
+        "| head -n 1)"]
     assert lines[2] == ("  curl:   curl -s http://127.0.0.1:8080/v1/chat/completions -H \"Authorization: Bearer $KEY\" "
                         "-H 'Content-Type: application/json' -d '{\"model\": \"smollm2\", \"messages\": "
                         "[{\"role\": \"user\", \"content\": \"Hello from a V100 host\"}]}'")
-    assert "apiBase: 'http://127.0.0.1:8080/v1'" in lines[4] and "OPENAI_API_BASE_URL=http://127.0.0.1:8080/v1" in lines[5]
+    assert "- {name: smollm2, provider: openai, model: smollm2, apiBase: 'http://127.0.0.1:8080/v1'" in lines[4]
+    assert "OPENAI_API_BASE_URL=http://127.0.0.1:8080/v1" in lines[5]
+
+
+def test_usage_reads_vllms_key_out_of_its_environment_file(tmp_path):
+    env = tmp_path / "vllm-server.env"
+    env.write_text('# managed\nVLLM_API_KEY="k-123"\nHF_TOKEN="hf-secret"\n')
+    vllm = dict(ENDPOINT, kind="vllm", key_file=str(env), key_variable="VLLM_API_KEY")
+    line = usage_lines("ssh", {"host": "gpu1"}, vllm)[1]
+    local = line.replace("  the key:    export KEY=$(ssh gpu1 sudo -n cat", "cat").rstrip(")")
+    assert subprocess.run(["bash", "-c", local], capture_output=True, text=True, check=True).stdout == "k-123\n"
+
+
+def test_usage_quotes_an_ipv6_forward():
+    assert usage_lines("ssh", {"host": "gpu1"}, dict(ENDPOINT, address="::1"))[0].endswith("-N -L '8080:[::1]:8080'")
 
 
 def test_usage_without_a_key_sends_none():
     lines = usage_lines("local", {}, dict(ENDPOINT, key_file=""))
     assert not any("export KEY" in line or "Authorization" in line for line in lines)
-    assert lines[-1] == "  Open WebUI: OPENAI_API_BASE_URL=http://127.0.0.1:8080/v1 OPENAI_API_KEY=none"
+    assert lines[-1].startswith("  Open WebUI: OPENAI_API_BASE_URL=http://127.0.0.1:8080/v1 OPENAI_API_KEY=none ")
 
 
 def test_the_python_line_for_a_container_runs_as_printed(tmp_path):
