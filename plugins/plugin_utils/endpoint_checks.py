@@ -7,10 +7,13 @@ stop the others.
 """
 from __future__ import annotations
 
+import importlib.machinery
+import importlib.util
 import json
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping
 
 TOOL = {"type": "function", "function": {
@@ -24,18 +27,22 @@ NO_ANSWER = "no answer"
 DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
+def _health_script() -> Any:
+    """The gpu_service role's service-health, the script the hosts' health probes run: it already reads a key
+    out of the environment files the roles write (environment_value)."""
+    path = Path(__file__).resolve().parents[2] / "roles" / "gpu_service" / "files" / "service-health"
+    loader = importlib.machinery.SourceFileLoader("v100_llm_service_health", str(path))
+    module = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
+    loader.exec_module(module)
+    return module
+
+
 def key_from_file(text: str, variable: str) -> str:
-    """The API key in a key file: its first line, or VARIABLE="..." of a systemd environment file."""
+    """The API key in a key file: its first line, or VARIABLE="..." of a systemd environment file (read as the
+    health probe reads it)."""
     if not variable:
         return (text.splitlines() or [""])[0].strip()
-    for line in text.splitlines():
-        name, _, value = line.partition("=")
-        if name.strip() == variable:
-            value = value.strip()
-            if len(value) >= 2 and value[0] == value[-1] == '"':
-                value = value[1:-1].replace('\\"', '"').replace("\\\\", "\\")
-            return value
-    return ""
+    return _health_script().environment_value(text, variable)
 
 
 def row(check: str, state: str, detail: str) -> Dict[str, str]:
