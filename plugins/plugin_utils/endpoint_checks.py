@@ -14,7 +14,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping
+from typing import Any, Callable, Dict, List, Mapping, Tuple
 
 TOOL = {"type": "function", "function": {
     "name": "get_time", "description": "The current time in a city.",
@@ -163,13 +163,13 @@ def check_endpoint(openai: Any, base_url: str, endpoint: Mapping[str, Any], time
     """Every check of one endpoint, with the openai package given (the controller's)."""
     client = openai.OpenAI(base_url=base_url, api_key=endpoint.get("api_key") or "none", max_retries=0,
                            timeout=timeout, http_client=openai.DefaultHttpxClient(trust_env=False))
-    checks: List[Callable[[], Dict[str, str]]] = [
-        lambda: _models(client, endpoint), lambda: _chat(client, endpoint), lambda: _stream(client, endpoint),
-        lambda: _tools(client, endpoint, base_url), lambda: _longest_prompt(client, endpoint),
-        lambda: _keys(openai, base_url, endpoint)]
-    names = ["models", "chat", "stream", "tool call", "longest prompt", "API key"]
+    checks: List[Tuple[str, Callable[[], Dict[str, str]]]] = [
+        ("models", lambda: _models(client, endpoint)), ("chat", lambda: _chat(client, endpoint)),
+        ("stream", lambda: _stream(client, endpoint)), ("tool call", lambda: _tools(client, endpoint, base_url)),
+        ("longest prompt", lambda: _longest_prompt(client, endpoint)),
+        ("API key", lambda: _keys(openai, base_url, endpoint))]
     rows: List[Dict[str, str]] = []
-    for name, check in zip(names, checks):
+    for name, check in checks:
         if rows and rows[0]["detail"].startswith(NO_ANSWER):
             rows.append(row(name, "skipped", "no connection"))
             continue
