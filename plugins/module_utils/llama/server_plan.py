@@ -484,12 +484,7 @@ def _argv(launch: Mapping[str, Any], ctx_size: int, parallel: int) -> List[str]:
         # (--fit, on by default at 0c1e57098) would only log that it cannot.
         "--fit", "off",
     ]
-    if launch["gpu_layers"] is not None:
-        argv += ["--gpu-layers", str(launch["gpu_layers"])]
-    if launch["split_mode"]:
-        argv += ["--split-mode", launch["split_mode"]]
-    if launch["tensor_split"] is not None:
-        argv += ["--tensor-split", ",".join("%g" % share for share in launch["tensor_split"])]
+    argv += _gpu_args(launch, ("--gpu-layers", "--split-mode", "--tensor-split"), ",")
     if launch["metrics"]:
         argv.append("--metrics")
     argv.append("--webui" if launch["webui"] else "--no-webui")
@@ -625,9 +620,10 @@ def plan_instances(instances: Sequence[Mapping[str, Any]], settings: Mapping[str
             "sizing": _sizing(instance, settings),
             "environment": environment,
             "key_file": key_file,
-            "endpoint": endpoint(instance["name"], "llama-server", host, instance["port"],
-                                 launch["alias"], key_file, "",
-                                 settings["prompt_tokens_max"]),
+            "endpoint": dict(endpoint(instance["name"], "llama-server", host, instance["port"], launch["alias"],
+                                      key_file, "", settings["prompt_tokens_max"]),
+                             engine={"unit": "llama-server-%s" % instance["name"], "argv": bench_argv(launch),
+                                     "environment": environment}),
             # What the server reads when it starts: one changed since restarts it (unit_freshness).
             "inputs": [path for path in [key_file] + model_parts + [settings["server_bin"]] if path],
             "restart_calendar": calendar,
@@ -636,6 +632,25 @@ def plan_instances(instances: Sequence[Mapping[str, Any]], settings: Mapping[str
                                                 plans[-1]["launch"], plans[-1]["sizing"])
     errors += _clashes(plans)
     return {"instances": plans if not errors else [], "errors": errors}
+
+
+def bench_argv(launch: Mapping[str, Any]) -> List[str]:
+    """llama-bench with the instance's engine settings (tools/llama-bench at the pinned commit: -fa on|off,
+    -ts split by "/"): what playbooks/benchmark.yml measures the engine alone with, the server stopped."""
+    argv = [launch["server_bin"].rsplit("/", 1)[0] + "/llama-bench", "-m", launch["model_path"],
+            "-b", str(launch["batch_size"]), "-ub", str(launch["ubatch_size"]),
+            "-ctk", launch["cache_type_k"], "-ctv", launch["cache_type_v"],
+            "-fa", "on" if launch["flash_attention"] else "off"]
+    return argv + _gpu_args(launch, ("-ngl", "-sm", "-ts"), "/")
+
+
+def _gpu_args(launch: Mapping[str, Any], flags: Tuple[str, str, str], separator: str) -> List[str]:
+    """Layers offloaded, split mode and tensor split, under the tool's flags (llama-server's or llama-bench's)."""
+    layers, split_mode, tensor_split = flags
+    return ([layers, str(launch["gpu_layers"])] if launch["gpu_layers"] is not None else []) + \
+        ([split_mode, launch["split_mode"]] if launch["split_mode"] else []) + \
+        ([tensor_split, separator.join("%g" % share for share in launch["tensor_split"])]
+         if launch["tensor_split"] is not None else [])
 
 
 def _clashes(plans: Sequence[Mapping[str, Any]]) -> List[str]:

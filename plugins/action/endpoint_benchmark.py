@@ -1,0 +1,69 @@
+"""Action plugin for endpoint_benchmark: load from the controller, through a tunnel to the host's loopback."""
+from __future__ import annotations
+
+import datetime
+import os
+from pathlib import Path
+
+from ansible.errors import AnsibleActionFail
+
+from ansible_collections.v100.llm.plugins.plugin_utils.benchmark_report import decode_limit, engine_rows, markdown, write
+from ansible_collections.v100.llm.plugins.plugin_utils.endpoint_action import EndpointAction
+from ansible_collections.v100.llm.plugins.plugin_utils.load_generator import run_endpoint
+
+SETTINGS = ("workloads", "concurrency", "prompt_tokens", "generated_tokens", "rounds", "targets")
+
+
+class ActionModule(EndpointAction):
+    """Measures each endpoint (endpoint_benchmark's documentation) and writes its report on the controller."""
+
+    _VALID_ARGS = frozenset(("endpoints", "settings", "memory_bandwidth_gbps", "engine", "output_dir", "timeout"))
+
+    def run(self, tmp=None, task_vars=None):
+        task_vars = task_vars or {}
+        result, openai, connection, options = self.begin(tmp, task_vars)
+        args = self._task.args
+        settings = {key: args["settings"][key] for key in SETTINGS}
+        engine = args.get("engine") or {}
+        host = task_vars.get("inventory_hostname", "host")
+        now = datetime.datetime.now(datetime.timezone.utc)
+        folder = Path(os.path.abspath(os.path.expanduser(args["output_dir"])))
+        files, summary, unreachable = [], [], []
+        for endpoint in args.get("endpoints") or []:
+            endpoint = dict(endpoint, api_key=self.key(endpoint, task_vars))
+            with self.reach(connection, options, endpoint) as (base_url, tunnel):
+                model_bytes = self._weights_bytes(openai, base_url, endpoint) if endpoint["kind"] == "llama-server" \
+                    else None
+                levels = run_endpoint(openai, base_url, endpoint, settings, float(args.get("timeout", 900)))
+            if all(row["failed"].get("connection") == row["requests"] for row in levels):
+                unreachable.append("%s (%s): no answer on the host's %s port %s%s" % (
+                    endpoint["name"], endpoint["url"], endpoint["address"], endpoint["port"],
+                    "; the tunnel said: %s" % tunnel.errors[-1] if tunnel.errors else ""))
+            measured = engine.get(endpoint["name"]) or {}
+            report = {
+                "host": host, "endpoint": endpoint["name"], "kind": endpoint["kind"], "model": endpoint["model"],
+                "url": endpoint["url"], "time": now.strftime("%Y-%m-%d %H:%M UTC"), "settings": settings,
+                "limit": decode_limit(args.get("memory_bandwidth_gbps"), model_bytes), "levels": levels,
+                "engine": {"argv": measured["argv"], "rows": engine_rows(measured["json"])} if measured.get("json")
+                else {"skipped": measured.get("skipped", "not asked for (benchmark_engine)")},
+            }
+            written = write(report, folder / ("%s-%s-%s" % (host, endpoint["name"], now.strftime("%Y%m%d-%H%M%S"))))
+            files += written
+            summary += markdown(report).splitlines() + ["written: " + ", ".join(written), ""]
+        if unreachable:
+            raise AnsibleActionFail("endpoint_benchmark reached no server: " + " | ".join(unreachable))
+        result.update(changed=False, files=files, summary=summary)
+        return result
+
+    @staticmethod
+    def _weights_bytes(openai, base_url, endpoint):
+        """The model's size in bytes, from llama-server's /v1/models (meta.size); None when not told."""
+        client = openai.OpenAI(base_url=base_url, api_key=endpoint.get("api_key") or "none", max_retries=0,
+                               timeout=60, http_client=openai.DefaultHttpxClient(trust_env=False))
+        try:
+            for model in client.models.list().data:
+                if model.id == endpoint["model"]:
+                    return ((model.model_extra or {}).get("meta") or {}).get("size")
+        except openai.APIError:
+            return None
+        return None
