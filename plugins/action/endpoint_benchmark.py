@@ -47,9 +47,11 @@ class ActionModule(EndpointAction):
                 "engine": {"argv": measured["argv"], "rows": engine_rows(measured["json"])} if measured.get("json")
                 else {"skipped": measured.get("skipped", "not asked for (benchmark_engine)")},
             }
-            written = write(report, folder / ("%s-%s-%s" % (host, endpoint["name"], now.strftime("%Y%m%d-%H%M%S"))))
+            written, no_plots = write(report, folder / ("%s-%s-%s" % (host, endpoint["name"],
+                                                                     now.strftime("%Y%m%d-%H%M%S"))))
             files += written
-            summary += markdown(report).splitlines() + ["written: " + ", ".join(written), ""]
+            summary += markdown(report).splitlines() + ["written: " + ", ".join(written)] + \
+                ([no_plots] if no_plots else []) + [""]
         if unreachable:
             raise AnsibleActionFail("endpoint_benchmark reached no server: " + " | ".join(unreachable))
         result.update(changed=False, files=files, summary=summary)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 
 def decode_limit(bandwidth_gbps: Optional[float], model_bytes: Optional[int]) -> Dict[str, Any]:
@@ -135,9 +135,15 @@ def plots(report: Mapping[str, Any], stem: Path) -> List[str]:
     return written
 
 
-def write(report: Mapping[str, Any], stem: Path) -> List[str]:
-    """stem.json, stem.md and the plots; returns every path written."""
+def write(report: Mapping[str, Any], stem: Path) -> Tuple[List[str], str]:
+    """stem.json, stem.md and the plots: every path written, and why the plots were not drawn ("" when they were).
+    The plots are drawn from the JSON alone, so a controller without matplotlib loses only them (plots() on the
+    JSON draws them later)."""
     stem.parent.mkdir(parents=True, exist_ok=True)
     Path(str(stem) + ".json").write_text(json.dumps(report, indent=1, sort_keys=True) + "\n")
     Path(str(stem) + ".md").write_text(markdown(report))
-    return [str(stem) + ".json", str(stem) + ".md"] + plots(report, stem)
+    written = [str(stem) + ".json", str(stem) + ".md"]
+    try:
+        return written + plots(report, stem), ""
+    except ImportError as exc:
+        return written, "no plots: matplotlib is missing on the controller (requirements-controller.txt): %s" % exc

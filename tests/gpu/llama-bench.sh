@@ -5,8 +5,9 @@
 # llama-quantize, and run llama-bench with the flags the servers use
 # (all layers on GPU, flash attention on). The models and llama_server roles
 # run in tests/gpu/llama-server.sh.
-# Usage: tests/gpu/llama-bench.sh SOURCE_TARBALL OUTDIR [--no-bench]
-# (--no-bench: build and write the models only, for the scripts that follow.)
+# Usage: tests/gpu/llama-bench.sh SOURCE_TARBALL OUTDIR [--no-bench | --build-only]
+# (--no-bench: build and write the models only, for the scripts that follow; --build-only: the build and
+# the source in /tmp/llama-src, for tests/gpu/bench32k-plan.sh, which writes its own model.)
 set -uo pipefail
 tarball=$(realpath "${1:?llama.cpp source archive}"); out=${2:?output folder}; bench=${3:-}
 python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl || exit 1
@@ -24,6 +25,7 @@ bin=/opt/llama.cpp/current/bin
 "$bin/llama-server" --list-devices 2>&1 | tee "$out/llama-server-list-devices.txt"
 cp /opt/llama.cpp/current/build-stamp.json "$out/" 2>/dev/null
 src=/tmp/llama-src; mkdir -p $src && tar -xzf "$tarball" -C $src --strip-components=1
+[ "$bench" = --build-only ] && exit 0
 start=$(date +%s)
 python3 tests/gpu/make_bench_model.py $src /tmp/bench-f16.gguf && echo "model written in $(( $(date +%s) - start ))s"
 start=$(date +%s)

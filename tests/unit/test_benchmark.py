@@ -150,7 +150,8 @@ def test_the_report_sets_each_stream_against_the_limit(tmp_path):
     assert "cannot pass **10.0 tokens/s**: 900 GB/s over 90.00 GB of weights." in text
     assert "| chat | 1 | 36 | 1 | 0 | 0.50 s | 0.50 s | 0.10 s | 0.10 s | 10.0 (100%) | 5.3 |" in text
     assert "| tg128 | 8.0 ± 0.1 | 80% |" in text
-    written = write(report, tmp_path / "gpu1-coder")
+    written, no_plots = write(report, tmp_path / "gpu1-coder")
+    assert no_plots == ""
     assert [path.rsplit("/", 1)[1] for path in written] == ["gpu1-coder.json", "gpu1-coder.md",
                                                             "gpu1-coder-tokens-per-s.png"]
     assert json.loads((tmp_path / "gpu1-coder.json").read_text())["levels"][0]["ok"] == 1
