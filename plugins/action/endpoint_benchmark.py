@@ -32,8 +32,8 @@ class ActionModule(EndpointAction):
         for endpoint in args.get("endpoints") or []:
             endpoint = dict(endpoint, api_key=self.key(endpoint, task_vars))
             with self.reach(connection, options, endpoint) as (base_url, tunnel):
-                model_bytes = self._weights_bytes(openai, base_url, endpoint) if endpoint["kind"] == "llama-server" \
-                    else None
+                model_bytes, context = self._model_card(openai, base_url, endpoint)
+                endpoint["context_tokens"] = context
                 levels = run_endpoint(openai, base_url, endpoint, settings, float(args.get("timeout", 900)))
             if all(row["failed"].get("connection") == row["requests"] for row in levels):
                 unreachable.append("%s (%s): no answer on the host's %s port %s%s" % (
@@ -58,14 +58,16 @@ class ActionModule(EndpointAction):
         return result
 
     @staticmethod
-    def _weights_bytes(openai, base_url, endpoint):
-        """The model's size in bytes, from llama-server's /v1/models (meta.size); None when not told."""
+    def _model_card(openai, base_url, endpoint):
+        """From the server's /v1/models: the weights' bytes (llama-server's meta.size; vLLM tells none) and the
+        tokens one request may hold (llama-server's meta.n_ctx, a slot; vLLM's max_model_len); None where not told
+        or not reached (the load then reports the connection failures)."""
         client = openai.OpenAI(base_url=base_url, api_key=endpoint.get("api_key") or "none", max_retries=0,
                                timeout=60, http_client=openai.DefaultHttpxClient(trust_env=False))
         try:
-            for model in client.models.list().data:
-                if model.id == endpoint["model"]:
-                    return ((model.model_extra or {}).get("meta") or {}).get("size")
+            cards = [model.model_extra or {} for model in client.models.list().data if model.id == endpoint["model"]]
         except openai.APIError:
-            return None
-        return None
+            return None, None
+        card = cards[0] if cards else {}
+        meta = card.get("meta") or {}
+        return meta.get("size"), meta.get("n_ctx") or card.get("max_model_len")

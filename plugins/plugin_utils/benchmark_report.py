@@ -8,16 +8,19 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 
 def decode_limit(bandwidth_gbps: Optional[float], model_bytes: Optional[int]) -> Dict[str, Any]:
-    """The most tokens/s one stream of plain decoding can reach: each token reads every weight once, so memory
-    bandwidth over the bytes of weights (the KV cache read on top only lowers it). With a batch the weights are
-    read once for every stream, so summed tokens/s can pass it; one stream cannot."""
+    """The most tokens/s one stream of plain decoding of a dense model on one GPU at a time can reach: each token
+    reads every weight once, so memory bandwidth over the bytes of weights (the KV cache read on top only lowers
+    it). With a batch the weights are read once for every stream, so summed tokens/s can pass it; one stream
+    cannot. A mixture of experts (only the active experts are read) or a row or tensor split over two GPUs (both
+    read at once) can pass it."""
     if not bandwidth_gbps or not model_bytes:
         return {"tokens_per_s": None, "reason": "no memory bandwidth known for this host's GPUs (set "
                                                 "benchmark_memory_bandwidth_gbps)" if not bandwidth_gbps
                 else "the server does not report its weights' size (vLLM)"}
     return {"tokens_per_s": round(bandwidth_gbps * 1e9 / model_bytes, 1), "memory_bandwidth_gbps": bandwidth_gbps,
             "model_bytes": model_bytes,
-            "reason": "%g GB/s over %.2f GB of weights" % (bandwidth_gbps, model_bytes / 1e9)}
+            "reason": "%g GB/s over %.2f GB of weights (a dense model, one GPU at a time)" % (
+                bandwidth_gbps, model_bytes / 1e9)}
 
 
 def engine_rows(llama_bench_json: str) -> List[Dict[str, Any]]:

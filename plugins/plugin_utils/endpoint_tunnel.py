@@ -69,7 +69,7 @@ class Tunnel:
         self._processes: List[subprocess.Popen] = []
         self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.listener.bind(("127.0.0.1", 0))
-        self.listener.listen(16)
+        self.listener.listen(128)
         self.port = self.listener.getsockname()[1] if command else port
         self._acceptor = threading.Thread(target=self._accept, daemon=True)
         if command:

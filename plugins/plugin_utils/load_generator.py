@@ -11,7 +11,8 @@ Three workloads (plan_requests):
 - prompt: one stream, one prompt length after another: time to first token against prompt length;
 - ide: prompts of the longer half of the lengths, up to the endpoint's planned maximum, at each concurrency.
 
-A failed request (context exceeded, another 4xx, a 5xx, a timeout, a short answer) is counted by kind, and
+A failed request (context exceeded, another 4xx, a 5xx, a timeout, an error inside the stream, a short answer)
+is counted by kind, and
 enters the percentiles as a miss (an infinite time, shown "failed"), tokens/s and goodput as nothing
 delivered: failures never flatter the averages.
 """
@@ -35,11 +36,17 @@ def plan_requests(endpoint: Mapping[str, Any], settings: Mapping[str, Any], seed
     """The levels to run, in order: each with its workload, streams (concurrency) and requests.
 
     settings: workloads, concurrency, prompt_tokens (lengths), rounds (requests per stream and level).
-    Prompt lengths above the endpoint's planned maximum are left out, and the maximum itself measured instead;
-    an endpoint without one (vLLM sizing itself) takes the lengths as given.
+    Prompt lengths above the longest a request can carry are left out, and that longest itself measured instead:
+    the endpoint's planned prompt maximum, and at most the context the server gives one request (llama-server's
+    slot, vLLM's max_model_len: context_tokens, read from /v1/models) less the generated tokens. An endpoint
+    with neither takes the lengths as given.
     """
     rng = random.Random(seed)
     longest = int(endpoint.get("prompt_tokens_max") or 0)
+    context = int(endpoint.get("context_tokens") or 0)
+    if context:
+        room = context - int(settings["generated_tokens"])
+        longest = min(longest, room) if longest else room
     asked = {int(n) for n in settings["prompt_tokens"]}
     lengths = sorted({n for n in asked if not longest or n <= longest}
                      | ({longest} if longest and max(asked) > longest else set()))
@@ -104,6 +111,8 @@ async def one_request(client: Any, openai: Any, model: str, request: Mapping[str
         return dict(result, ok=False, failure="timeout", message="no answer within %g s" % timeout)
     except openai.APIConnectionError as exc:
         return dict(result, ok=False, failure="connection", message=" ".join(str(exc).split())[:200])
+    except openai.APIError as exc:  # an error event inside a stream already under way (a failed decode)
+        return dict(result, ok=False, failure="stream error", message=" ".join(str(exc).split())[:200])
     tokens = usage.completion_tokens if usage else len(stamps)
     result.update(prompt_tokens=usage.prompt_tokens if usage else result["prompt_tokens_sent"], tokens=tokens,
                   ttft=stamps[0] if stamps else None, last=stamps[-1] if stamps else None)
@@ -131,6 +140,9 @@ async def run_level(openai: Any, base_url: str, api_key: str, model: str, level:
             return await one_request(client, openai, model, request, generated, timeout)
 
     try:
+        # One connection per stream, opened before the clock starts: a new connection through the tunnel starts a
+        # transport process (ssh -W, docker exec), which is not the server's time to first token.
+        await asyncio.gather(*(client.models.list() for _ in range(level["streams"])), return_exceptions=True)
         started = time.monotonic()
         results = await asyncio.gather(*(gated(request) for request in level["requests"]))
         return list(results), time.monotonic() - started

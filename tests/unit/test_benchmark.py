@@ -25,8 +25,10 @@ SETTINGS = {"workloads": ["chat", "prompt", "ide"], "concurrency": [1, 2], "prom
 ENDPOINT = {"name": "demo", "kind": "llama-server", "model": "smollm2", "api_key": "", "prompt_tokens_max": 48}
 
 
-def stub():
-    """llama-server's recorded streams, one event every PACE seconds, and its 400 past CONTEXT tokens."""
+def stub(error_after=None):
+    """llama-server's recorded streams, one event every PACE seconds, and its 400 past CONTEXT tokens; with
+    error_after, the error event llama-server sends when a decode fails, after that many events
+    (tools/server/server-context.cpp at 0c1e57098, send_error inside a stream)."""
     class Handler(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -48,11 +50,15 @@ def stub():
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Connection", "close")
             self.end_headers()
-            for event in (API / recorded).read_text().split("\n\n"):
+            for index, event in enumerate((API / recorded).read_text().split("\n\n")):
+                if index == error_after:
+                    event = 'data: {"error": {"code": 500, "message": "Compute error.", "type": "server_error"}}'
                 if event.strip():
                     time.sleep(PACE)
                     self.wfile.write(event.encode() + b"\n\n")
                     self.wfile.flush()
+                if index == error_after:
+                    break
             self.close_connection = True
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -67,6 +73,16 @@ def test_lengths_past_the_planned_maximum_are_left_out_and_the_maximum_is_measur
     assert [level["prompt_tokens"] for level in levels if level["workload"] == "prompt"] == [16, 48]
     assert {len(request["prompt"]) for level in levels if level["workload"] == "ide"
             for request in level["requests"]} == {48}
+
+
+def test_lengths_leave_room_in_the_servers_context_for_the_answer():
+    # vLLM's endpoint: a planned maximum of max_model_len - 16, and max_model_len from /v1/models.
+    levels = plan_requests(dict(ENDPOINT, prompt_tokens_max=4080, context_tokens=4096),
+                           dict(SETTINGS, workloads=["prompt"], prompt_tokens=[512, 4096], generated_tokens=128))
+    assert [level["prompt_tokens"] for level in levels] == [512, 4096 - 128]
+    levels = plan_requests(dict(ENDPOINT, prompt_tokens_max=0, context_tokens=1024),
+                           dict(SETTINGS, workloads=["prompt"], prompt_tokens=[512]))
+    assert [level["prompt_tokens"] for level in levels] == [512]
 
 
 def test_no_two_prompts_share_a_first_token_the_prompt_cache_could_reuse():
@@ -105,6 +121,16 @@ def test_a_prompt_past_the_context_is_counted_as_such_and_as_a_miss():
     assert too_long["ttft_p50_s"] is None and too_long["summed_tokens_per_s"] == 0 and too_long["goodput_share"] == 0
 
 
+def test_an_error_inside_a_started_stream_is_counted_not_raised():
+    server = stub(error_after=2)
+    try:
+        rows = run_endpoint(openai, "http://127.0.0.1:%d/v1" % server.server_address[1], ENDPOINT,
+                            dict(SETTINGS, workloads=["chat"], concurrency=[1]), 30)
+    finally:
+        server.shutdown()
+    assert rows[0]["failed"] == {"stream error": 1} and "Compute error" in rows[0]["failure_example"]
+
+
 def test_failures_enter_the_percentiles_as_misses_and_deliver_nothing():
     done = {"ok": True, "failure": "", "ttft": 1.0, "last": 8.0, "tokens": 8, "prompt_tokens": 10,
             "prompt_tokens_sent": 10}
@@ -127,7 +153,7 @@ def test_failure_kinds(status, message, kind):
 
 def test_the_limit_is_bandwidth_over_the_weights_and_says_why_when_unknown():
     limit = decode_limit(900, 16_500_000_000)
-    assert limit["tokens_per_s"] == 54.5 and limit["reason"] == "900 GB/s over 16.50 GB of weights"
+    assert limit["tokens_per_s"] == 54.5 and limit["reason"] == "900 GB/s over 16.50 GB of weights (a dense model, one GPU at a time)"
     assert decode_limit(None, 1)["tokens_per_s"] is None
     assert "benchmark_memory_bandwidth_gbps" in decode_limit(None, 1)["reason"]
     assert "vLLM" in decode_limit(900, None)["reason"]
@@ -147,7 +173,7 @@ def test_the_report_sets_each_stream_against_the_limit(tmp_path):
               "levels": [dict(level, workload="chat", streams=1)],
               "engine": {"argv": ["llama-bench"], "rows": [{"test": "tg128", "tokens_per_s": 8.0, "stddev": 0.1}]}}
     text = markdown(report)
-    assert "cannot pass **10.0 tokens/s**: 900 GB/s over 90.00 GB of weights." in text
+    assert "cannot pass **10.0 tokens/s**: 900 GB/s over 90.00 GB of weights (a dense model, one GPU at a time)." in text
     assert "| chat | 1 | 36 | 1 | 0 | 0.50 s | 0.50 s | 0.10 s | 0.10 s | 10.0 (100%) | 5.3 |" in text
     assert "| tg128 | 8.0 ± 0.1 | 80% |" in text
     written, no_plots = write(report, tmp_path / "gpu1-coder")
