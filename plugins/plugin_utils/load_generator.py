@@ -27,7 +27,6 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 # Token ids inside every vocabulary served here (32k and more), past the special tokens at their start.
 PROMPT_TOKEN_IDS = (1000, 9000)
-WORKLOADS = ("chat", "prompt", "ide")
 CHAT_TOPICS = ("a sorting algorithm", "the tides", "a unit test", "compound interest", "a hash map",
                "photosynthesis", "a race condition", "the printing press")
 
@@ -60,8 +59,9 @@ def plan_requests(endpoint: Mapping[str, Any], settings: Mapping[str, Any], seed
         if workload == "chat":
             for streams in settings["concurrency"]:
                 levels.append({"workload": "chat", "streams": int(streams), "requests": [
-                    {"api": "chat", "prompt": "In two sentences, request %d: explain %s." % (
-                        index, CHAT_TOPICS[index % len(CHAT_TOPICS)])}
+                    # Each level's own wording: no slot keeps a prompt an earlier level sent.
+                    {"api": "chat", "prompt": "In two sentences, request %d of %d: explain %s." % (
+                        index + 1, int(streams) * rounds, CHAT_TOPICS[index % len(CHAT_TOPICS)])}
                     for index in range(int(streams) * rounds)]})
         elif workload == "prompt":
             for length in lengths:
