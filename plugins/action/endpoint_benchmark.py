@@ -9,6 +9,7 @@ from ansible.errors import AnsibleActionFail
 
 from ansible_collections.v100.llm.plugins.plugin_utils.benchmark_report import decode_limit, engine_rows, markdown, write
 from ansible_collections.v100.llm.plugins.plugin_utils.endpoint_action import EndpointAction
+from ansible_collections.v100.llm.plugins.plugin_utils.endpoint_checks import direct_client
 from ansible_collections.v100.llm.plugins.plugin_utils.load_generator import run_endpoint
 
 SETTINGS = ("workloads", "concurrency", "prompt_tokens", "generated_tokens", "rounds", "targets")
@@ -62,8 +63,7 @@ class ActionModule(EndpointAction):
         """From the server's /v1/models: the weights' bytes (llama-server's meta.size; vLLM tells none) and the
         tokens one request may hold (llama-server's meta.n_ctx, a slot; vLLM's max_model_len); None where not told
         or not reached (the load then reports the connection failures)."""
-        client = openai.OpenAI(base_url=base_url, api_key=endpoint.get("api_key") or "none", max_retries=0,
-                               timeout=60, http_client=openai.DefaultHttpxClient(trust_env=False))
+        client = direct_client(openai, base_url, endpoint.get("api_key", ""), 60)
         try:
             cards = [model.model_extra or {} for model in client.models.list().data if model.id == endpoint["model"]]
         except openai.APIError:

@@ -27,6 +27,16 @@ NO_ANSWER = "no answer"
 DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
+def direct_client(openai: Any, base_url: str, api_key: str, timeout: float, asynchronous: bool = False) -> Any:
+    """The OpenAI client every check and the benchmark use: no retries (a failure is a finding), and, as DIRECT,
+    no proxy from the environment."""
+    if asynchronous:
+        return openai.AsyncOpenAI(base_url=base_url, api_key=api_key or "none", max_retries=0, timeout=timeout,
+                                  http_client=openai.DefaultAsyncHttpxClient(trust_env=False))
+    return openai.OpenAI(base_url=base_url, api_key=api_key or "none", max_retries=0, timeout=timeout,
+                         http_client=openai.DefaultHttpxClient(trust_env=False))
+
+
 def _health_script() -> Any:
     """The gpu_service role's service-health, the script the hosts' health probes run: it already reads a key
     out of the environment files the roles write (environment_value)."""
@@ -148,8 +158,7 @@ def _keys(openai: Any, base_url: str, endpoint: Mapping[str, Any]) -> Dict[str, 
     except urllib.error.HTTPError as exc:
         if exc.code != 401:
             served.append("without a key (HTTP %d, not 401)" % exc.code)
-    wrong = openai.OpenAI(base_url=base_url, api_key="not-the-key-" + str(len(endpoint["api_key"])), max_retries=0,
-                          timeout=60, http_client=openai.DefaultHttpxClient(trust_env=False))
+    wrong = direct_client(openai, base_url, "not-the-key-" + str(len(endpoint["api_key"])), 60)
     try:
         wrong.models.list()
         served.append("with a wrong key")
@@ -161,8 +170,7 @@ def _keys(openai: Any, base_url: str, endpoint: Mapping[str, Any]) -> Dict[str, 
 
 def check_endpoint(openai: Any, base_url: str, endpoint: Mapping[str, Any], timeout: float) -> List[Dict[str, str]]:
     """Every check of one endpoint, with the openai package given (the controller's)."""
-    client = openai.OpenAI(base_url=base_url, api_key=endpoint.get("api_key") or "none", max_retries=0,
-                           timeout=timeout, http_client=openai.DefaultHttpxClient(trust_env=False))
+    client = direct_client(openai, base_url, endpoint.get("api_key", ""), timeout)
     checks: List[Tuple[str, Callable[[], Dict[str, str]]]] = [
         ("models", lambda: _models(client, endpoint)), ("chat", lambda: _chat(client, endpoint)),
         ("stream", lambda: _stream(client, endpoint)), ("tool call", lambda: _tools(client, endpoint, base_url)),

@@ -12,9 +12,8 @@ Three workloads (plan_requests):
 - ide: prompts of the longer half of the lengths, up to the endpoint's planned maximum, at each concurrency.
 
 A failed request (context exceeded, another 4xx, a 5xx, a timeout, an error inside the stream, a short answer)
-is counted by kind, and
-enters the percentiles as a miss (an infinite time, shown "failed"), tokens/s and goodput as nothing
-delivered: failures never flatter the averages.
+is counted by kind, and enters the percentiles as a miss (an infinite time, shown "failed"), tokens/s and
+goodput as nothing delivered: failures never flatter the averages.
 """
 from __future__ import annotations
 
@@ -24,6 +23,8 @@ import random
 import time
 from collections import Counter
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from ansible_collections.v100.llm.plugins.plugin_utils.endpoint_checks import direct_client
 
 # Token ids inside every vocabulary served here (32k and more), past the special tokens at their start.
 PROMPT_TOKEN_IDS = (1000, 9000)
@@ -130,8 +131,7 @@ def _has_text(choice: Any) -> bool:
 async def run_level(openai: Any, base_url: str, api_key: str, model: str, level: Mapping[str, Any], generated: int,
                     timeout: float) -> Tuple[List[Dict[str, Any]], float]:
     """Every request of a level, at most `streams` in flight: (their results, the level's wall time)."""
-    client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key or "none", max_retries=0, timeout=timeout,
-                                http_client=openai.DefaultAsyncHttpxClient(trust_env=False))
+    client = direct_client(openai, base_url, api_key, timeout, asynchronous=True)
     gate = asyncio.Semaphore(level["streams"])
 
     async def gated(request: Mapping[str, Any]) -> Dict[str, Any]:
