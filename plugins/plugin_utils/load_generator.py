@@ -58,10 +58,11 @@ def plan_requests(endpoint: Mapping[str, Any], settings: Mapping[str, Any], seed
 
     for workload in settings["workloads"]:
         if workload == "chat":
+            # Worded apart per level too, so that no level is served from an earlier level's cached prompt.
             for streams in settings["concurrency"]:
                 levels.append({"workload": "chat", "streams": int(streams), "requests": [
-                    {"api": "chat", "prompt": "In two sentences, request %d: explain %s." % (
-                        index, CHAT_TOPICS[index % len(CHAT_TOPICS)])}
+                    {"api": "chat", "prompt": "In two sentences, request %d of %d: explain %s." % (
+                        index + 1, int(streams) * rounds, CHAT_TOPICS[index % len(CHAT_TOPICS)])}
                     for index in range(int(streams) * rounds)]})
         elif workload == "prompt":
             for length in lengths:
