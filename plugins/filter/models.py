@@ -35,6 +35,8 @@ class FilterModule:
             "models_folder_orders": _MODELS.folder_orders,
             # fetch orders | models_files(model_files results) -> {name: {path, sha256, verified, size, gguf, parts}}
             "models_files": _MODELS.models_files,
+            # fetch_plan's result | models_planned_files -> models_files' shape, nothing fetched yet (preflight)
+            "models_planned_files": _MODELS.planned_files,
             # config.json | hf_model_shape -> {layers, kv_heads, head_dim, architecture, quantization, dtype, ...}
             "hf_model_shape": hf_model_shape,
         }

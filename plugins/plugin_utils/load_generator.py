@@ -58,11 +58,12 @@ def plan_requests(endpoint: Mapping[str, Any], settings: Mapping[str, Any], seed
 
     for workload in settings["workloads"]:
         if workload == "chat":
-            # Worded apart per level too, so that no level is served from an earlier level's cached prompt.
+            # Each starts with its level and its number, so that no prompt is served from the cached prefix of
+            # another (llama-server's prompt cache keeps each slot's last prompt).
             for streams in settings["concurrency"]:
                 levels.append({"workload": "chat", "streams": int(streams), "requests": [
-                    {"api": "chat", "prompt": "In two sentences, request %d of %d: explain %s." % (
-                        index + 1, int(streams) * rounds, CHAT_TOPICS[index % len(CHAT_TOPICS)])}
+                    {"api": "chat", "prompt": "%d-stream level, request %d: in two sentences, explain %s." % (
+                        int(streams), index + 1, CHAT_TOPICS[index % len(CHAT_TOPICS)])}
                     for index in range(int(streams) * rounds)]})
         elif workload == "prompt":
             for length in lengths:

@@ -6,7 +6,7 @@ import re
 import pytest
 
 from ansible_collections.v100.llm.plugins.module_utils.models.sources import (fetch_plan, file_digest, folder_orders, hf_resolve_url, models_files,
-                                                split_parts, stamp_matches)
+                                                planned_files, split_parts, stamp_matches)
 
 SHA = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 
@@ -253,6 +253,16 @@ def test_a_split_set_with_a_part_missing_is_not_verified_and_has_no_size():
     assert models_files(orders, results)["qwen"]["verified"] is False
     assert models_files(orders, results)["qwen"]["size"] is None
     assert models_files(orders, [])["qwen"]["verified"] is False
+
+
+def test_planned_files_name_every_entry_before_anything_is_fetched():
+    files = planned_files(plan([{"name": "smol", "url": "https://m.example/s.gguf", "sha256": SHA},
+                                {"name": "qwen-awq", "hf_repo": "Qwen/Qwen2.5-32B-Instruct-AWQ",
+                                 "hf_revision": "a" * 40}]))
+    assert files["smol"]["path"] == "/srv/models/s.gguf" and files["smol"]["verified"] is False
+    assert files["smol"]["folder"] is False
+    assert files["qwen-awq"] == {"path": "/srv/models/qwen-awq", "sha256": "", "source": "hf", "folder": True,
+                                 "verified": False, "size": None, "gguf": None, "parts": []}
 
 
 @pytest.mark.parametrize("models_dir", ["/srv/models ", "srv/models", " /srv/models"])

@@ -360,6 +360,17 @@ def models_files(orders: Sequence[Mapping[str, Any]], results: Sequence[Mapping[
     return files
 
 
+def planned_files(plan: Mapping[str, Any]) -> Dict[str, Any]:
+    """fetch_plan's result -> models_files' shape for every models_list entry before anything is fetched
+    (verified false, no GGUF header read), a folder by its path: what preflight checks the servers' model
+    names against on a host that has none of the files yet."""
+    files = models_files(plan["models"], [])
+    for folder in plan["folders"]:
+        files[folder["name"]] = {"path": folder["path"], "sha256": "", "source": "hf", "folder": True,
+                                 "verified": False, "size": None, "gguf": None, "parts": []}
+    return files
+
+
 def wanted_digest(order: Mapping[str, Any]) -> Tuple[str, str]:
     """(algorithm, value) a file is checked against: its git blob id where the listing gives no sha256
     (a folder's small files), else its sha256 ("" takes the file's own)."""
