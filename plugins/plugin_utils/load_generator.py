@@ -58,8 +58,9 @@ def plan_requests(endpoint: Mapping[str, Any], settings: Mapping[str, Any], seed
 
     for workload in settings["workloads"]:
         if workload == "chat":
-            # Each starts with its level and its number, so that no prompt is served from the cached prefix of
-            # another (llama-server's prompt cache keeps each slot's last prompt).
+            # Each question starts with its level and its number, so that no level's is served from another's
+            # cached prompt (llama-server keeps each slot's last one); the chat template's own system prompt,
+            # the same for every request, is cached as any client's would be.
             for streams in settings["concurrency"]:
                 levels.append({"workload": "chat", "streams": int(streams), "requests": [
                     {"api": "chat", "prompt": "%d-stream level, request %d: in two sentences, explain %s." % (

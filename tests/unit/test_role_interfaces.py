@@ -100,4 +100,3 @@ def test_role_default_refuses_a_templated_default():
     templated = [n for n, v in _defaults_by_role()["llama_server"].items() if isinstance(v, str) and "{{" in v]
     with pytest.raises(ValueError, match="is a template"):
         role_default(templated[0])
-
