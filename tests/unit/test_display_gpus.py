@@ -22,7 +22,7 @@ REQUEST = StackRequest(nvidia_driver_branch="535", cuda_toolkit_version="12.2", 
                        distribution="Ubuntu", distribution_version="22.04")
 
 
-def role_default(role, variable, facts=FACTS):
+def templated_default(role, variable, facts=FACTS):
     """A role default that is a Jinja expression, evaluated over the facts (plain Jinja's
     `default` filter is Ansible's)."""
     defaults = yaml.safe_load((PROJECT_ROOT / "roles" / role / "defaults" / "main.yml").read_text())
@@ -42,7 +42,7 @@ def test_the_display_card_is_reported_and_kept_out_of_serving():
 def test_llama_cpp_is_built_for_the_v100_only():
     assert resolve_architectures("", None, FACTS["nvidia_gpus"]) == "70"
     assert resolve_cuda_architectures(REQUEST, FACTS["nvidia_gpus"]) == "70"
-    assert role_default("llama_cpp", "llama_cpp_expected_cuda_devices") == 1
+    assert templated_default("llama_cpp", "llama_cpp_expected_cuda_devices") == 1
 
 
 def test_preflight_passes_and_warns_that_535_leaves_the_gt_710_undriven():
@@ -54,7 +54,7 @@ def test_preflight_passes_and_warns_that_535_leaves_the_gt_710_undriven():
 
 
 def test_the_services_default_to_the_v100():
-    assert role_default("vllm_server", "vllm_server_gpus") == [1]
+    assert templated_default("vllm_server", "vllm_server_gpus") == [1]
     settings = llama_server_settings(gpu_count=FACTS["nvidia_gpu_count"], serving_gpus=FACTS["nvidia_serving_gpu_indexes"],
                                      restart_schedule="")
     (instance,) = planned([{"name": "chat", "model": "/srv/models/chat.gguf", "port": 8081}],
@@ -63,5 +63,5 @@ def test_the_services_default_to_the_v100():
 
 
 def test_without_facts_the_defaults_are_what_they_were():
-    assert role_default("vllm_server", "vllm_server_gpus", {}) == [0]
-    assert role_default("llama_cpp", "llama_cpp_expected_cuda_devices", {}) == 0
+    assert templated_default("vllm_server", "vllm_server_gpus", {}) == [0]
+    assert templated_default("llama_cpp", "llama_cpp_expected_cuda_devices", {}) == 0
