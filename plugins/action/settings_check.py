@@ -26,8 +26,10 @@ class ActionModule(ActionBase):
         for role in self._task.args["roles"]:
             specs = yaml.safe_load((roles_dir / role / "meta" / "argument_specs.yml").read_text(encoding="utf-8"))
             options_by_role[role] = specs["argument_specs"]["main"]["options"]
-            for name in options_by_role[role]:
-                if name not in task_vars:
+            for name, spec in options_by_role[role].items():
+                # Unset, or the role's own default, which the plays read from its role (valid by the interface test;
+                # a templated one is rendered in its role's run): only what a run sets is checked here.
+                if name not in task_vars or task_vars[name] == spec.get("default"):
                     continue
                 # One value at a time: one that cannot be rendered yet (a vaulted key without the vault's password,
                 # a template naming what a later stage sets) is left to its role, and does not hide the others.
