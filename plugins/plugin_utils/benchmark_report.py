@@ -119,9 +119,9 @@ def plots(report: Mapping[str, Any], stem: Path) -> List[str]:
         axes.set(xscale="log", xlabel="streams at once", ylabel="generated tokens/s", title=title)
         axes.set_xticks(sorted({row["streams"] for row in loads}), labels=sorted({str(row["streams"]) for row in loads},
                                                                                    key=int))
-        axes.legend(fontsize="small")
-        figure.tight_layout()
-        figure.savefig(str(stem) + "-tokens-per-s.png", dpi=100)
+        # Below the axes: inside, it hides the points it names.
+        axes.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=2)
+        figure.savefig(str(stem) + "-tokens-per-s.png", dpi=100, bbox_inches="tight")
         pyplot.close(figure)
         written.append(str(stem) + "-tokens-per-s.png")
     prompts = sorted((row["prompt_tokens"], row["ttft_p50_s"]) for row in report["levels"]
