@@ -5,8 +5,9 @@ For each case of tests/fixtures/models/workload-models.json (a ~27B model on
 one or two V100s, and a 14B on a 16GB card): one instance with every
 llama_server default (roles/llama_server/defaults/main.yml); and each host of
 inventories/example as its owner gets it (its instances and llama_server_*
-variables over the defaults). Planned by the role's own code (llama_server_plan, then nvidia_stack_check's sizing of the
-model's GGUF header against the GPUs' memory). Prints a Markdown table:
+variables over the defaults). Planned by the role's own code (server_plan's plan_instances and instance_commands,
+with gpu_memory_plan's sizing of the model's GGUF header against the GPUs' memory, as the action llama_server_plan
+runs them). Prints a Markdown table:
 slots x tokens, KV cache type, prompt cache, memory left, and whether a
 slot holds one request of the longest prompt and answer, or the refusal.
 
@@ -33,7 +34,7 @@ sys.path.insert(0, str(ROOT / "collections"))
 from ansible_collections.v100.llm.plugins.module_utils.llama.server_plan import instance_commands, plan_instances, request_tokens  # noqa: E402
 from ansible_collections.v100.llm.plugins.module_utils.memory.plan import shape_from_gguf  # noqa: E402
 from ansible_collections.v100.llm.plugins.module_utils.memory.sizing import size_plans  # noqa: E402
-from ansible_collections.v100.llm.plugins.modules.nvidia_stack_check import MEMORY_PLAN_SPEC  # noqa: E402
+from ansible_collections.v100.llm.plugins.modules.gpu_memory_plan import MEMORY_PLAN_SPEC  # noqa: E402
 
 CASES = ROOT / "tests" / "fixtures" / "models" / "workload-models.json"
 DEFAULTS = ROOT / "roles" / "llama_server" / "defaults" / "main.yml"
@@ -65,7 +66,7 @@ def plan_case(case: Dict[str, Any], models: Dict[str, Any], gpus: Dict[str, Any]
     if planned["errors"]:
         return {"case": case, "refused": " ".join(planned["errors"])}
     spec = planned["instances"][0]["memory_plan"]
-    # As nvidia_stack_check reads it: its option defaults, the GGUF header's shape and the file's size.
+    # As gpu_memory_plan reads it: its option defaults, the GGUF header's shape and the file's size.
     plan = {option: option_spec.get("default") for option, option_spec in MEMORY_PLAN_SPEC.items()}
     plan.update(spec, missing=False, unreadable="", weights_bytes=model["size_bytes"],
                 shape=shape_from_gguf({"metadata": model["header"], "parameter_count": None,

@@ -1,5 +1,5 @@
-"""Filters of the llama.cpp stage: the build plan, the exported build, and llama-server's instances
-(module_utils/llama, unit-tested in tests/unit)."""
+"""Filters of the llama.cpp stage: the build plan and the exported build (module_utils/llama, unit-tested in
+tests/unit). llama-server's instances are planned by the action llama_server_plan."""
 from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping
@@ -8,7 +8,6 @@ from ansible_collections.v100.llm.plugins.plugin_utils.deferred import Deferred
 
 _BUILD = Deferred("llama.build")
 _ARTIFACT = Deferred("llama.artifact")
-_SERVER = Deferred("llama.server_plan")
 
 
 def llama_cpp_build_plan(inputs: Mapping[str, Any]) -> Dict[str, Any]:
@@ -55,8 +54,4 @@ class FilterModule:
             "llama_cpp_nccl_wanted": _BUILD.nccl_wanted,
             # madison output | llama_cpp_nccl_choice(installed, CUDA release, requested, required) -> {"version", ...}
             "llama_cpp_nccl_choice": _BUILD.nccl_choice,
-            # llama_server_instances | llama_server_plan(settings, models_files) -> {"instances": [...], "errors": [...]}
-            "llama_server_plan": _SERVER.plan_instances,
-            # that result | llama_server_commands(nvidia_stack_check's memory_plans) -> the same with sizes and argv
-            "llama_server_commands": _SERVER.instance_commands,
         }

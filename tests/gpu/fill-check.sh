@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run on the lent GPU machine after tests/gpu/llama-bench.sh: does a slot plan
 # packed to a V100's memory fit what CUDA really allocates? Sizes the Q4_K_M
-# bench model with nvidia_stack_check as the llama_server role does
+# bench model with gpu_memory_plan as the llama_server role does
 # (choose_slots; up to 64 slots so that the plan fills its budget), with
 # gpu_memory_mib 32768 in place of the H200's memory, then
 # tests/gpu/fill_check.py starts llama-server with the chosen -c/-np and fills
@@ -16,8 +16,7 @@ export ANSIBLE_LOAD_CALLBACK_PLUGINS=1 ANSIBLE_STDOUT_CALLBACK=minimal ANSIBLE_C
 plans='[{"name": "fill", "gguf_path": "/tmp/bench-q4_k_m.gguf", "gpu_memory_mib": 32768,
          "choose_slots": {"slots_max": 64}}]'
 ansible localhost -i localhost, -c local -e ansible_python_interpreter="$(command -v python3)" \
-  -m v100.llm.nvidia_stack_check -a "{\"check_stack\": false, \"distribution\": \"Ubuntu\", \"distribution_version\": \"24.04\",
-  \"require_gpu\": false, \"memory_plans\": $plans}" > "$out/fill-plan.json" || { cat "$out/fill-plan.json"; exit 1; }
+  -m v100.llm.gpu_memory_plan -a "{\"memory_plans\": $plans}" > "$out/fill-plan.json" || { cat "$out/fill-plan.json"; exit 1; }
 export CUDA_VISIBLE_DEVICES=0 PYTHONUNBUFFERED=1
 python3 tests/gpu/fill_check.py "$out/fill-plan.json" /opt/llama.cpp/current/bin/llama-server "$out" 2>&1 \
   | tee "$out/fill-check.txt"

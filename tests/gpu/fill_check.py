@@ -2,7 +2,7 @@
 """Start llama-server with a packed slot plan, fill every slot at once, and
 compare the GPU memory CUDA really used with the plan.
 
-Reads the plan nvidia_stack_check returned (ansible's minimal callback), starts
+Reads the plan gpu_memory_plan returned (ansible's minimal callback), starts
 llama-server with its -c/-np and the role's other flags (-lv 4 for the buffer
 lines), sends one long prompt per slot at once (about 7/8 of a slot, sized
 with /tokenize, 64 generated tokens each), and samples nvidia-smi's used

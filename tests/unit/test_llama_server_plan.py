@@ -6,7 +6,14 @@ import json
 import pytest
 from conftest import RECORDED
 
-from ansible_collections.v100.llm.plugins.module_utils.llama.server_plan import local_base_url, plan_instances, refused_extra_args, staggered_calendar
+from ansible_collections.v100.llm.plugins.module_utils.llama.server_plan import (
+    local_base_url,
+    plan_instances,
+    refused_extra_args,
+    split_row_warnings,
+    staggered_calendar,
+    unfetched_models,
+)
 from sample_llama_server import llama_server_settings, planned
 
 MODELS = {"qwen": {"path": "/srv/models/qwen.gguf", "sha256": "a" * 64},
@@ -63,10 +70,21 @@ def test_an_instance_may_name_a_display_card_on_purpose():
     assert result["instances"][0]["environment"]["CUDA_VISIBLE_DEVICES"] == "0"
 
 
-def test_row_split_is_selectable():
-    argv = plan([{"name": "big", "model": "qwen", "port": 8081, "gpus": [0, 1], "split_mode": "row"}]
-                )["instances"][0]["argv"]
+def test_row_split_is_selectable_with_a_warning():
+    planned_row = plan([{"name": "big", "model": "qwen", "port": 8081, "gpus": [0, 1], "split_mode": "row"},
+                        {"name": "layer", "model": "qwen", "port": 8082, "gpus": [0, 1]}])
+    argv = planned_row["instances"][0]["argv"]
     assert argv[argv.index("--split-mode") + 1] == "row"
+    assert split_row_warnings(planned_row) == [
+        "llama_server_instances big uses split_mode: row, which llama.cpp's docs/multi-gpu.md (at the pinned commit) "
+        "deprecates for its poor performance. Use split_mode: layer, or tensor."]
+
+
+def test_an_instance_whose_model_file_is_not_verified_on_the_host_is_named():
+    instances = [{"name": "a", "model": "qwen", "port": 8081}, {"name": "b", "model": "/srv/other.gguf", "port": 8082}]
+    planned_two = plan(instances)
+    assert unfetched_models(planned_two, MODELS) == ["a"]  # b names a path, not a models_list entry
+    assert unfetched_models(planned_two, {"qwen": dict(MODELS["qwen"], verified=True)}) == []
 
 
 def test_a_fixed_size_is_judged_by_the_slot_llama_cpp_pads_it_to():

@@ -50,8 +50,8 @@ def test_a_secret_never_shows_in_a_refusal():
 
 
 def test_preflight_checks_every_stage_role():
-    """The roles preflight checks (its vars/main.yml) are every role but the helpers the server roles include,
-    the benchmark (playbooks/benchmark.yml only) and preflight itself (Ansible checks its arguments as it starts)."""
+    """The roles preflight checks (its vars/main.yml) are every role but the benchmark (playbooks/benchmark.yml
+    only) and preflight itself (Ansible checks its arguments as it starts)."""
     listed = yaml.safe_load((PROJECT_ROOT / "roles" / "preflight" / "vars" / "main.yml").read_text())
     checked = {role for roles in listed["__preflight_settings_roles"].values() for role in roles}
-    assert checked == {role.name for role in ROLES} - {"gpu_service", "host_guard", "benchmark", "preflight"}
+    assert checked == {role.name for role in ROLES} - {"benchmark", "preflight"}

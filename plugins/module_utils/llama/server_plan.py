@@ -700,3 +700,17 @@ def instance_commands(planned: Mapping[str, Any], sized: Sequence[Mapping[str, A
                                                                     cache),
                               argv=_argv(plan["launch"], ctx_size, parallel)))
     return {"instances": instances if not errors else [], "errors": errors}
+
+
+def unfetched_models(planned: Mapping[str, Any], models_files: Mapping[str, Mapping[str, Any]]) -> List[str]:
+    """The instances whose models_list file is not on the host as its stamp says (the models role's
+    `verified`): llama-server would start on a missing or different file."""
+    return [plan["name"] for plan in planned.get("instances", [])
+            if plan["model"] in models_files and not models_files[plan["model"]].get("verified")]
+
+
+def split_row_warnings(planned: Mapping[str, Any]) -> List[str]:
+    """split_mode row still starts, but llama.cpp's docs/multi-gpu.md (at the pinned commit) deprecates it."""
+    return ["llama_server_instances %s uses split_mode: row, which llama.cpp's docs/multi-gpu.md (at the pinned "
+            "commit) deprecates for its poor performance. Use split_mode: layer, or tensor." % plan["name"]
+            for plan in planned.get("instances", []) if plan["launch"].get("split_mode") == "row"]
