@@ -1,12 +1,9 @@
 """The gpu_memory_plan module end to end: main() with module args, the JSON it prints."""
 from __future__ import annotations
 
-import json
-
 import pytest
 import sample_gpus
-from ansible.module_utils.common import warnings as ansible_warnings
-from ansible.module_utils.testing import patch_module_args
+from module_main import emitted_warnings, run_main
 from ansible_collections.v100.llm.plugins.module_utils.memory.plan import (
     DEFAULT_OVERHEAD_MIB,
     DEFAULT_SAFETY_MARGIN_MIB,
@@ -32,23 +29,8 @@ def module_args(**changes):
     return dict({"gpus": [v100_pcie_32gb()]}, **changes)
 
 
-@pytest.fixture(autouse=True)
-def no_leftover_warnings(monkeypatch):
-    """Ansible keeps module warnings in a process-wide dict; start each run empty."""
-    monkeypatch.setattr(ansible_warnings, "_global_warnings", {})
-
-
 def run(capsys, args):
-    with patch_module_args(args):
-        with pytest.raises(SystemExit) as exit_info:
-            gpu_memory_plan.main()
-    result = json.loads(capsys.readouterr().out)
-    return exit_info.value.code, result
-
-
-def emitted_warnings(result):
-    """ansible-core 2.19 returns module.warn() messages as WarningSummary dicts."""
-    return [warning["event"]["msg"] for warning in result.get("warnings", [])]
+    return run_main(capsys, gpu_memory_plan.main, args)
 
 
 def test_no_plans_no_sizes(capsys):

@@ -1,13 +1,9 @@
 """The nvidia_stack_check module end to end: main() with module args, the JSON it prints."""
 from __future__ import annotations
 
-import json
-
 from ansible_collections.v100.llm.plugins.modules import nvidia_stack_check
-import pytest
 import sample_gpus
-from ansible.module_utils.common import warnings as ansible_warnings
-from ansible.module_utils.testing import patch_module_args
+from module_main import emitted_warnings, run_main
 
 
 # With a driver's fields filled in, so no readiness warning is due to them.
@@ -26,23 +22,8 @@ def module_args(**changes):
     return args
 
 
-@pytest.fixture(autouse=True)
-def no_leftover_warnings(monkeypatch):
-    """Ansible keeps module warnings in a process-wide dict; start each run empty."""
-    monkeypatch.setattr(ansible_warnings, "_global_warnings", {})
-
-
 def run(capsys, args):
-    with patch_module_args(args):
-        with pytest.raises(SystemExit) as exit_info:
-            nvidia_stack_check.main()
-    result = json.loads(capsys.readouterr().out)
-    return exit_info.value.code, result
-
-
-def emitted_warnings(result):
-    """ansible-core 2.19 returns module.warn() messages as WarningSummary dicts."""
-    return [warning["event"]["msg"] for warning in result.get("warnings", [])]
+    return run_main(capsys, nvidia_stack_check.main, args)
 
 
 def test_defaults_on_v100_pass(capsys):
