@@ -8,7 +8,7 @@ from ansible_collections.v100.llm.plugins.plugin_utils.deferred import Deferred
 
 _UNIT = Deferred("service.systemd_unit")
 _CONFIG_FILES = Deferred("service.config_files")
-_GPU_SERVICE = Deferred("service.units")
+_UNITS = Deferred("service.units")
 
 
 class FilterModule:
@@ -22,12 +22,12 @@ class FilterModule:
             "systemd_environment": lambda value, name: _UNIT.environment_line(name, value),
             # items | config_files_per_item(path %-format, template, mode[, owner, group]) -> config_files entries
             "config_files_per_item": _CONFIG_FILES.per_item,
-            # services | gpu_service_config_files(device_nodes) -> every folder and file, as config_files entries
-            "gpu_service_config_files": _GPU_SERVICE.config_files,
-            # services | gpu_service_unwanted_restart_timers -> restart timer units no longer asked for
-            "gpu_service_unwanted_restart_timers": _GPU_SERVICE.unwanted_restart_timers,
-            # services | gpu_service_systemd_units(device_nodes) -> the units for unit_freshness, in start order
-            "gpu_service_systemd_units": _GPU_SERVICE.systemd_units,
-            # unit names | gpu_service_retired_files -> every file gpu_service wrote for them
-            "gpu_service_retired_files": _GPU_SERVICE.retired_files,
+            # services | server_systemd_config_files(device_nodes) -> every folder and file, as config_files entries
+            "server_systemd_config_files": _UNITS.config_files,
+            # services | server_systemd_unwanted_restart_timers -> restart timer units no longer asked for
+            "server_systemd_unwanted_restart_timers": _UNITS.unwanted_restart_timers,
+            # services | server_systemd_units_in_order(device_nodes) -> the units for unit_freshness, in start order
+            "server_systemd_units_in_order": _UNITS.systemd_units,
+            # unit names | server_systemd_retired_files -> every file server_systemd wrote for them
+            "server_systemd_retired_files": _UNITS.retired_files,
         }

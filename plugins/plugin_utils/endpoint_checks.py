@@ -38,9 +38,9 @@ def direct_client(openai: Any, base_url: str, api_key: str, timeout: float, asyn
 
 
 def _health_script() -> Any:
-    """The gpu_service role's service-health, the script the hosts' health probes run: it already reads a key
+    """The server_systemd role's service-health, the script the hosts' health probes run: it already reads a key
     out of the environment files the roles write (environment_value)."""
-    path = Path(__file__).resolve().parents[2] / "roles" / "gpu_service" / "files" / "service-health"
+    path = Path(__file__).resolve().parents[2] / "roles" / "server_systemd" / "files" / "service-health"
     loader = importlib.machinery.SourceFileLoader("v100_llm_service_health", str(path))
     module = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
     loader.exec_module(module)

@@ -39,7 +39,7 @@ mkdir -p /etc/llama-server && printf '%s\n' "$key" > /etc/llama-server/bench.key
 export CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=0
 "${argv[@]}" > "$out/llama-server.log" 2>&1 &
 server=$!
-python3 roles/gpu_service/files/service-health wait http://127.0.0.1:8081/health --timeout 180
+python3 roles/server_systemd/files/service-health wait http://127.0.0.1:8081/health --timeout 180
 python3 - "$key" <<'PY'
 import json, sys, urllib.error, urllib.request
 def ask(path, key=None, body=None):

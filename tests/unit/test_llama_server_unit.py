@@ -7,7 +7,7 @@ from conftest import PROJECT_ROOT
 from sample_llama_server import llama_server_settings, planned
 
 from ansible_collections.v100.llm.plugins.filter import driver, host, llama, models, service, vllm  # noqa: E402
-TEMPLATES = [str(PROJECT_ROOT / "roles" / role / "templates") for role in ("llama_server", "gpu_service")]
+TEMPLATES = [str(PROJECT_ROOT / "roles" / role / "templates") for role in ("llama_server", "server_systemd")]
 
 
 def render(name, **variables):
@@ -28,13 +28,13 @@ def cuda_unit():
                   __llama_server_build_dir="/opt/llama.cpp/b1-abc", __llama_server_backend="cuda")
 
 
-GPU_SERVICE = {"gpu_service_restart_delay": 10, "gpu_service_start_limit_burst": 5,
-               "gpu_service_health_timeout": 10, "gpu_service_deep_probe_every": 5,
-               "gpu_service_deep_probe_timeout": 60, "gpu_service_on_failure_command": []}
+GPU_SERVICE = {"server_systemd_restart_delay": 10, "server_systemd_start_limit_burst": 5,
+               "server_systemd_health_timeout": 10, "server_systemd_deep_probe_every": 5,
+               "server_systemd_deep_probe_timeout": 60, "server_systemd_on_failure_command": []}
 
 
 def drop_in(device_nodes=True, **item):
-    return render("gpu-sandbox.conf.j2", gpu_service_device_nodes=device_nodes, item=item, **GPU_SERVICE)
+    return render("gpu-sandbox.conf.j2", server_systemd_device_nodes=device_nodes, item=item, **GPU_SERVICE)
 
 
 def test_a_cuda_instance_waits_for_the_device_nodes_and_sees_its_gpu():
@@ -78,7 +78,7 @@ def test_restarts_back_off_and_end_failed_with_a_report():
                  "Restart=on-failure", "RestartSec=10"):
         assert line in lines, line
     assert "Restart=" not in cuda_unit()
-    report = render("failed.service.j2", **dict(GPU_SERVICE, gpu_service_on_failure_command=["/usr/local/bin/tell",
+    report = render("failed.service.j2", **dict(GPU_SERVICE, server_systemd_on_failure_command=["/usr/local/bin/tell",
                                                                                              "gpu team"]))
     assert ("ExecStart=/usr/local/libexec/v100-llm/service-health failed %i --state-dir /var/lib/v100-llm/failed"
             in report.splitlines())
@@ -97,5 +97,5 @@ def test_the_health_probe_of_a_keyed_instance_gets_a_deep_probe_with_the_key_as_
                           "--key-credential api-key --busy-url http://127.0.0.1:8081/slots")
     assert "LoadCredential=api-key:%s" % instance["key_file"] in lines
     assert "TimeoutStartSec=100" in lines
-    unprobed = render("health.service.j2", item=item, **dict(GPU_SERVICE, gpu_service_deep_probe_every=0))
+    unprobed = render("health.service.j2", item=item, **dict(GPU_SERVICE, server_systemd_deep_probe_every=0))
     assert "--deep-url" not in unprobed and "LoadCredential" not in unprobed

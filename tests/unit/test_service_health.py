@@ -11,7 +11,7 @@ import time
 import pytest
 from conftest import PROJECT_ROOT
 
-SCRIPT = PROJECT_ROOT / "roles" / "gpu_service" / "files" / "service-health"
+SCRIPT = PROJECT_ROOT / "roles" / "server_systemd" / "files" / "service-health"
 _loader = importlib.machinery.SourceFileLoader("service_health", str(SCRIPT))
 _spec = importlib.util.spec_from_loader("service_health", _loader)
 service_health = importlib.util.module_from_spec(_spec)

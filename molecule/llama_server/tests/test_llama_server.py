@@ -155,7 +155,7 @@ def test_the_unit_carries_the_v100_defaults_and_the_sandbox(host):
     shown = host.check_output(
         "systemctl show llama-server-chat -p Restart -p TimeoutStartUSec -p NoNewPrivileges -p ProtectSystem "
         "-p ProtectHome -p PrivateTmp -p DevicePolicy -p DeviceAllow -p CapabilityBoundingSet -p User -p DropInPaths")
-    # The one sandbox of GPU services, shared with vLLM (role gpu_service).
+    # The one sandbox of GPU services, shared with vLLM (role server_systemd).
     assert "DropInPaths=/etc/systemd/system/llama-server-chat.service.d/gpu-sandbox.conf" in shown
     assert "Restart=on-failure" in shown
     assert "TimeoutStartUSec=15min 30s" in shown

@@ -60,7 +60,7 @@ ROLE_FLAGS = {
     "-fit": "ctx_size and gpu_layers (the role sizes them)", "--fit": "ctx_size and gpu_layers (the role sizes them)",
     "-a": "name", "--alias": "name", "--metrics": "llama_server_metrics",
     "--webui": "llama_server_webui", "--no-webui": "llama_server_webui",
-    # The deep health probe tells a busy server from a stuck one by /slots (gpu_service).
+    # The deep health probe tells a busy server from a stuck one by /slots (server_systemd).
     "--no-slots": "nothing: the health probe reads /slots", "--slots": "nothing: /slots is on by default",
     "-cram": "prompt_cache_mib", "--cache-ram": "prompt_cache_mib", "--cache-idle-slots": "prompt_cache_mib",
     "--no-cache-idle-slots": "prompt_cache_mib",
@@ -614,7 +614,7 @@ def plan_instances(instances: Sequence[Mapping[str, Any]], settings: Mapping[str
             "host": host,
             "port": instance["port"],
             "health_url": base_url + "/health",
-            # The health timer's 1-token completion (gpu_service), and /slots to tell a busy server from a hung one.
+            # The health timer's 1-token completion (server_systemd), and /slots to tell a busy server from a hung one.
             "deep_probe": {"url": base_url + "/v1/completions", "key_file": key_file, "busy_url": base_url + "/slots"},
             "launch": launch,
             "sizing": _sizing(instance, settings),

@@ -1,4 +1,4 @@
-"""The systemd units of a GPU service (role gpu_service): its server, its timers, the device-node oneshot.
+"""The systemd units of a GPU service (role server_systemd): its server, its timers, the device-node oneshot.
 
 One place knows which unit files a service has and which of them must run, so
 that writing, starting, restarting and retiring them cannot drift apart.
@@ -19,7 +19,7 @@ def timer_files(service: dict) -> list:
 
 
 def config_files(services: list, device_nodes: bool) -> list:
-    """Every folder and file gpu_service writes, as config_files entries, in the order they are made.
+    """Every folder and file server_systemd writes, as config_files entries, in the order they are made.
 
     Templates see the service as ``item``, as they did under a loop.
     """
@@ -67,6 +67,6 @@ def systemd_units(services: list, device_nodes: bool) -> list:
 
 
 def retired_files(units: list) -> list:
-    """Every name in /etc/systemd/system a retired server (given without .service) had, its own and gpu_service's."""
+    """Every name in /etc/systemd/system a retired server (given without .service) had, its own and server_systemd's."""
     return ["%s%s" % (unit, suffix) for unit in units
             for suffix in [".service", ".service.d"] + ["-" + name for name in HEALTH_FILES + RESTART_FILES]]
