@@ -103,6 +103,8 @@ def _imported_defaults(node):
     if isinstance(node, dict):
         found = node.get("ansible.builtin.import_role") or {}
         if found.get("tasks_from") == "defaults":
+            # Public also where an ansible.cfg sets private_role_vars (import_role is public only by default).
+            assert found.get("public") is True, found
             yield found["name"]
         for value in node.values():
             yield from _imported_defaults(value)
