@@ -27,13 +27,16 @@ class ActionModule(ActionBase):
             specs = yaml.safe_load((roles_dir / role / "meta" / "argument_specs.yml").read_text(encoding="utf-8"))
             options_by_role[role] = specs["argument_specs"]["main"]["options"]
             for name, spec in options_by_role[role].items():
-                # Unset, or the role's own default, which the plays read from its role (valid by the interface test;
-                # a templated one is rendered in its role's run): only what a run sets is checked here.
-                if name not in task_vars or task_vars[name] == spec.get("default"):
+                if name not in task_vars:
                     continue
                 # One value at a time: one that cannot be rendered yet (a vaulted key without the vault's password,
-                # a template naming what a later stage sets) is left to its role, and does not hide the others.
+                # which even comparing decrypts; a template naming what a later stage sets) is left to its role,
+                # and does not hide the others.
                 try:
+                    # The role's own default, which the plays read from its role (valid by the interface test; a
+                    # templated one is rendered in its role's run): only what a run sets is checked here.
+                    if task_vars[name] == spec.get("default"):
+                        continue
                     values[name] = self._templar.template(task_vars[name])
                 except AnsibleError as error:
                     unchecked.append("%s (%s)" % (name, str(error).splitlines()[0][:120]))
