@@ -40,11 +40,24 @@ class ActionModule(ActionBase):
         if plan["instances"]:
             memory = self._execute_module(module_name="v100.llm.gpu_memory_plan", task_vars=task_vars, module_args={
                 "gpus": args.get("gpus") or [], "memory_plans": [p["memory_plan"] for p in plan["instances"]]})
-            if memory.get("failed"):
-                return dict(result, failed=True, msg=memory.get("msg"), refusals=memory.get("refusals", []))
-            sized = memory["memory_plans"]
             warnings += memory.get("warnings", [])
+            if memory.get("failed"):
+                return self._not_sized(result, memory, warnings)
+            sized = memory["memory_plans"]
         return self._planned(result, instance_commands(plan, sized), sized, warnings)
+
+    @staticmethod
+    def _not_sized(result: Dict[str, Any], memory: Mapping[str, Any], warnings: List[str]) -> Dict[str, Any]:
+        """The instances that do not fit their GPUs, each named as the role's variable (gpu_memory_plan names its
+        plans memory_plans=<label>), or the module's own failure."""
+        refusals = memory.get("refusals") or []
+        result.update(failed=True, refusals=refusals, msg="\n".join(
+            ["The llama-server instances do not fit their GPUs:"]
+            + ["- " + refusal["message"].replace("memory_plans=", "", 1) for refusal in refusals]
+            + [UNCHANGED.strip()]) if refusals else memory.get("msg"))
+        if warnings:
+            result["warnings"] = result.get("warnings", []) + warnings
+        return result
 
     @staticmethod
     def _planned(result: Dict[str, Any], plan: Mapping[str, Any], sized: List[Dict[str, Any]],
