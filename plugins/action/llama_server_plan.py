@@ -54,7 +54,7 @@ class ActionModule(ActionBase):
         result.update(failed=True, refusals=refusals, msg="\n".join(
             ["The llama-server instances do not fit their GPUs:"]
             + ["- " + refusal["message"].replace("memory_plans=", "", 1) for refusal in refusals]
-            + [UNCHANGED.strip()]) if refusals else memory.get("msg"))
+            + [UNCHANGED.strip()]) if refusals else "%s%s" % (memory.get("msg"), UNCHANGED))
         if warnings:
             result["warnings"] = result.get("warnings", []) + warnings
         return result
