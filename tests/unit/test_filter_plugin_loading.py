@@ -31,7 +31,7 @@ deferred.load(sys.argv[3])
 
 
 def test_the_plugins_wrap_the_module_utils_they_name():
-    assert len(WRAPPED) >= 16
+    assert len(WRAPPED) >= 15
 
 
 def test_no_two_filter_files_define_one_filter():

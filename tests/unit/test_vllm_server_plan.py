@@ -1,6 +1,7 @@
 """vllm_server_plan: the vLLM 0.5.4 command line, environment and refusals."""
 from __future__ import annotations
 
+import json
 import sys
 
 import pytest
@@ -13,6 +14,7 @@ from ansible_collections.v100.llm.plugins.module_utils.vllm.server_plan import (
     memory_verdict,
     plan_max_model_len,
     plan_memory,
+    plan_on_model,
     plan_server,
     refused_extra_args,
     port_clash_errors,
@@ -211,6 +213,54 @@ def test_max_model_len_auto_on_a_repository_is_the_fallback_with_a_warning():
     assert plan_server(settings())["warnings"] == []
 
 
+FOLDER = "/srv/models/qwen2.5-14b-instruct"
+WEIGHTS = [{"path": FOLDER + "/model-00001-of-00002.safetensors", "size": 15_000_000_000},
+           {"path": FOLDER + "/model-00002-of-00002.safetensors", "size": 14_540_000_000}]
+
+
+def test_a_folder_is_planned_from_its_config_json_and_sized_to_the_servers_smallest_gpu():
+    """What the vllm_server_plan action hands over: the folder's config.json text, its weights, each GPU's memory."""
+    config = json.dumps(QWEN25_14B)
+    plan = plan_on_model(settings(model=FOLDER, quantization="gptq", max_model_len="auto"), config, WEIGHTS,
+                         [32768, 32768])
+    assert plan["errors"] == [] and plan["shape"]["architecture"] == "Qwen2ForCausalLM"
+    # The folder's config.json says it is not quantized: vllm_quantization does not stand in.
+    assert plan["quantization"] == "" and "--quantization" not in plan["argv"]
+    assert plan["memory"]["chosen"] == "fitted" or plan["memory"]["chosen"] == "model"
+    assert plan["argv"][plan["argv"].index("--max-model-len") + 1] == str(plan["memory"]["max_model_len"])
+    assert plan["memory"]["verdict"].startswith("fits: ")
+    # One V100: the floor does not fit; refused with the arithmetic and the remedies, naming the variables.
+    one = plan_on_model(settings(model=FOLDER, gpus=[0], max_model_len="auto"), config, WEIGHTS, [32768])
+    assert "argv" not in one and one["errors"][0].startswith(
+        "vllm_server_model=%s with vllm_server_max_model_len=auto does not fit: weights 28172" % FOLDER)
+    assert one["dtype"] == "half"
+    # The smallest of the server's GPUs counts.
+    assert plan_on_model(settings(model=FOLDER, gpus=[0, 1]), config, WEIGHTS, [32768, 16384])["errors"]
+
+
+def test_a_folder_without_a_readable_config_json_is_refused_and_check_mode_reads_nothing():
+    missing = plan_on_model(settings(model=FOLDER), None, [], [32768, 32768])
+    assert missing["errors"] == ["vllm_server_model=%s: its config.json is missing or unreadable: point it at a "
+                                 "complete Hugging Face model folder (config.json, tokenizer and *.safetensors), "
+                                 "or at a repository (organisation/name)" % FOLDER]
+    assert "is refused (config.json is not a JSON object)" in plan_on_model(
+        settings(model=FOLDER), "[1]", [], [32768])["errors"][0]
+    # A models_list folder check mode has yet to fetch: planned on the settings alone.
+    unfetched = plan_on_model(settings(model=FOLDER), None, [], [32768, 32768], folder_on_host=False)
+    assert unfetched["errors"] == [] and unfetched["memory"] == {} and unfetched["quantization"] == "gptq"
+
+
+def test_a_repositorys_config_json_gives_its_maximum_and_quantization_and_unread_the_settings_stand_in():
+    config = json.dumps(dict(QWEN25_14B, quantization_config={"quant_method": "awq"}))
+    read = plan_on_model(settings(max_model_len=40000), config, [], [32768, 32768])
+    assert read["memory"] == {} and read["quantization"] == "awq"
+    assert "longer than the model's own maximum of 32768 tokens" in read["errors"][0]
+    unread = plan_on_model(settings(max_model_len=40000), None, [], [32768, 32768])
+    assert unread["errors"] == [] and unread["quantization"] == "gptq" and unread["shape"] == {}
+    # A mirror's error page: the settings stand in, nothing refused.
+    assert plan_on_model(settings(), "<html>", [], [])["quantization"] == "gptq"
+
+
 def test_an_fp8_kv_cache_is_counted_at_one_byte_and_fits_a_longer_context():
     shape = vars(shape_from_hf_config(QWEN25_14B))
     f16 = plan_memory(shape, 29_540_000_000, 400_000, 2, 32768, 0.9)
@@ -291,9 +341,8 @@ def test_a_short_default_name_still_answers_to_the_model_as_given():
 
 
 def test_a_repositorys_config_json_text_is_read_or_refused_as_not_a_model():
-    """What the role gives the filter: the text the endpoint answered (a mirror may answer a page)."""
-    from ansible_collections.v100.llm.plugins.filter.models import FilterModule
-    shape = FilterModule().filters()["hf_model_shape"]
+    """What the action is given: the text the endpoint answered (a mirror may answer a page)."""
+    from ansible_collections.v100.llm.plugins.module_utils.vllm.server_plan import model_shape as shape
     qwen3 = shape('{"architectures": ["Qwen3ForCausalLM"], "num_hidden_layers": 36, "num_attention_heads": 32, '
                   '"num_key_value_heads": 8, "head_dim": 128, "hidden_size": 4096, "max_position_embeddings": 40960}')
     assert qwen3["error"] == "" and qwen3["architecture"] == "Qwen3ForCausalLM" and qwen3["context_length"] == 40960

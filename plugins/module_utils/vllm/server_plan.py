@@ -11,10 +11,12 @@ them over long runs), one tensor-parallel rank per GPU given.
 """
 from __future__ import annotations
 
+import json
 import re
-from typing import Any, Dict, List, Mapping, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from ansible_collections.v100.llm.plugins.module_utils.llama.server_plan import endpoint, is_loopback, local_base_url
+from ansible_collections.v100.llm.plugins.module_utils.memory.plan import shape_from_hf_config
 
 HF_REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
 SERVED_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$")
@@ -328,6 +330,61 @@ def plan_server(settings: Mapping[str, Any]) -> Dict[str, Any]:
             "%d tokens. Fetch it as a models_list model folder to size it to the GPUs, or set a number" % (
                 model, _max_model_len(settings))] if settings["max_model_len"] == "auto" else []),
     }
+
+
+def model_shape(config: Any) -> Dict[str, Any]:
+    """A config.json's text (or parsed) -> the model's shape, with "error": "" ; or {"error": "..."}: a mirror may
+    answer a page."""
+    try:
+        if isinstance(config, (str, bytes)):
+            config = json.loads(config)
+        if not isinstance(config, Mapping):
+            raise ValueError("config.json is not a JSON object")
+        return dict(vars(shape_from_hf_config(config)), error="")
+    except (ValueError, TypeError) as exc:
+        return {"error": str(exc)}
+
+
+def plan_on_model(settings: Mapping[str, Any], config: Optional[str], weight_files: Sequence[Mapping[str, Any]],
+                  gpu_memory_mib: Sequence[int], folder_on_host: bool = True) -> Dict[str, Any]:
+    """plan_server on what the model says of itself.
+
+    settings: plan_server's, with max_model_len as set ("auto" or a number) and quantization as vllm_quantization:
+    the model's config.json, where read, says its quantization and maximum length instead.
+    config: the text of the model's config.json (a folder's, or a repository's from the endpoint); None: not read.
+    weight_files: a folder's *.safetensors and *.bin ({"path", "size"}); [] for a repository, whose weights are
+    not sized.
+    gpu_memory_mib: each of vllm_server_gpus' memory; [] when unknown (no memory plan).
+    folder_on_host: False for a models_list folder that check mode has yet to fetch: nothing read or sized.
+    Returns plan_server's result, whose "errors" include a local model that does not fit, with "shape" ({} when
+    not read), "memory" ({} when not planned), "quantization" and "dtype".
+    """
+    local = is_local_model(str(settings["model"])) and folder_on_host
+    shape = model_shape(config) if config is not None else {}
+    if local and shape.get("error", "unread"):
+        return {"errors": ["vllm_server_model=%s: its config.json %s: point it at a complete Hugging Face model "
+                           "folder (config.json, tokenizer and *.safetensors), or at a repository "
+                           "(organisation/name)" % (settings["model"], "is missing or unreadable" if config is None
+                                                    else "is refused (%s)" % shape["error"])],
+                "shape": shape, "memory": {}}
+    read = shape.get("error", "unread") == ""
+    settings = dict(settings, quantization=str((shape if read else settings).get("quantization") or ""),
+                    model_max_len=int(shape.get("context_length") or 0) if read else 0)
+    errors = _errors(settings)
+    asked = settings["max_model_len"]
+    memory: Dict[str, Any] = {}
+    if not errors and local and gpu_memory_mib:
+        memory = plan_max_model_len(shape, weights_bytes(weight_files), asked, len(settings["gpus"]),
+                                    min(gpu_memory_mib), float(settings["gpu_memory_utilization"]),
+                                    str(settings.get("kv_cache_dtype") or "auto"))
+        memory["verdict"] = memory_verdict(memory)
+        if not memory["fits"]:
+            errors.append("vllm_server_model=%s with vllm_server_max_model_len=%s %s" % (
+                settings["model"], asked, memory["verdict"]))
+    plan = {"errors": errors} if errors else plan_server(dict(settings, max_model_len=memory.get("max_model_len",
+                                                                                                 asked)))
+    return dict(plan, shape=shape, memory=memory, quantization=settings["quantization"],
+                dtype=effective_dtype(str(settings["dtype"]), settings.get("gpu_facts") or []))
 
 
 # vLLM's profile run (0.5.4 worker.determine_num_available_blocks) measures the
