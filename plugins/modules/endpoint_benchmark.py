@@ -74,18 +74,3 @@ summary:
   type: list
   elements: str
 """
-
-from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-
-
-def main() -> None:
-    module = AnsibleModule(argument_spec={
-        "endpoints": {"type": "list", "elements": "dict", "required": True},
-        "settings": {"type": "dict", "required": True}, "memory_bandwidth_gbps": {"type": "float"},
-        "engine": {"type": "dict"}, "output_dir": {"type": "path", "required": True},
-        "timeout": {"type": "int", "default": 900}})
-    module.fail_json(msg="endpoint_benchmark runs as an action on the controller; this file only documents it")
-
-
-if __name__ == "__main__":
-    main()

@@ -45,15 +45,3 @@ endpoints:
   type: list
   elements: dict
 """
-
-from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-
-
-def main() -> None:
-    module = AnsibleModule(argument_spec={"endpoints": {"type": "list", "elements": "dict", "required": True},
-                                          "timeout": {"type": "int", "default": 600}})
-    module.fail_json(msg="endpoint_check runs as an action on the controller; this file only documents it")
-
-
-if __name__ == "__main__":
-    main()

@@ -81,21 +81,3 @@ errors:
   type: list
   elements: str
 """
-
-from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-
-
-def main() -> None:
-    module = AnsibleModule(argument_spec={
-        "instances": {"type": "list", "elements": "dict", "required": True},
-        "settings": {"type": "dict", "required": True},
-        "models": {"type": "dict", "default": {}},
-        "gpus": {"type": "list", "elements": "dict", "default": []},
-        "size": {"type": "bool", "default": True},
-        "models_on_host": {"type": "bool", "default": True},
-    }, supports_check_mode=True)
-    module.fail_json(msg="llama_server_plan runs as an action on the controller; this file only documents it")
-
-
-if __name__ == "__main__":
-    main()

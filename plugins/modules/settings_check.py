@@ -48,15 +48,3 @@ errors:
   type: list
   elements: str
 """
-
-from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-
-
-def main() -> None:
-    module = AnsibleModule(argument_spec={"roles": {"type": "list", "elements": "str", "required": True},
-                                          "roles_dir": {"type": "path", "required": True}})
-    module.fail_json(msg="settings_check runs as an action on the controller; this file only documents it")
-
-
-if __name__ == "__main__":
-    main()

@@ -86,20 +86,3 @@ errors:
   type: list
   elements: str
 """
-
-from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-
-
-def main() -> None:
-    module = AnsibleModule(argument_spec={
-        "settings": {"type": "dict", "required": True},
-        "gpus": {"type": "list", "elements": "dict", "default": []},
-        "stack": {"type": "dict", "default": {}},
-        "folder_on_host": {"type": "bool", "default": True},
-        "hf_token": {"type": "str", "default": "", "no_log": True},
-    }, supports_check_mode=True)
-    module.fail_json(msg="vllm_server_plan runs as an action on the controller; this file only documents it")
-
-
-if __name__ == "__main__":
-    main()
