@@ -24,48 +24,48 @@ class ActionModule(ActionBase):
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
-        args = self._task.args
+        warnings: List[str] = []
+        result.update(self._plan(self._task.args, task_vars, warnings))
+        if warnings:
+            result["warnings"] = result.get("warnings", []) + warnings
+        return result
+
+    def _plan(self, args: Mapping[str, Any], task_vars: Dict[str, Any], warnings: List[str]) -> Dict[str, Any]:
         models = args.get("models") or {}
         plan = plan_instances(args.get("instances", []), args["settings"], models)
         if plan["errors"] or not args.get("size", True):
-            return self._planned(result, plan, [], [])
+            return _planned(plan, [])
         unfetched = unfetched_models(plan, models)
         if unfetched and args.get("models_on_host", True):
-            return dict(result, failed=True, msg=(
+            return dict(failed=True, msg=(
                 "llama_server_instances %s: the models_list file is not on the host, or differs from its sha256 (or "
                 "was never stamped). Run the models stage with it (--tags models,llama_server, or the whole "
                 "site.yml): it fetches and checks the file." % ", ".join(unfetched)) + UNCHANGED)
         sized: List[Dict[str, Any]] = []
-        warnings = split_row_warnings(plan)
+        warnings += split_row_warnings(plan)
         if plan["instances"]:
             memory = self._execute_module(module_name="v100.llm.gpu_memory_plan", task_vars=task_vars, module_args={
                 "gpus": args.get("gpus") or [], "memory_plans": [p["memory_plan"] for p in plan["instances"]]})
             warnings += memory.get("warnings", [])
             if memory.get("failed"):
-                return self._not_sized(result, memory, warnings)
+                return _not_sized(memory)
             sized = memory["memory_plans"]
-        return self._planned(result, instance_commands(plan, sized), sized, warnings)
+        return _planned(instance_commands(plan, sized), sized)
 
-    @staticmethod
-    def _not_sized(result: Dict[str, Any], memory: Mapping[str, Any], warnings: List[str]) -> Dict[str, Any]:
-        """The instances that do not fit their GPUs, each named as the role's variable (gpu_memory_plan names its
-        plans memory_plans=<label>), or the module's own failure."""
-        refusals = memory.get("refusals") or []
-        result.update(failed=True, refusals=refusals, msg="\n".join(
-            ["The llama-server instances do not fit their GPUs:"]
-            + ["- " + refusal["message"].replace("memory_plans=", "", 1) for refusal in refusals]
-            + [UNCHANGED.strip()]) if refusals else "%s%s" % (memory.get("msg"), UNCHANGED))
-        if warnings:
-            result["warnings"] = result.get("warnings", []) + warnings
-        return result
 
-    @staticmethod
-    def _planned(result: Dict[str, Any], plan: Mapping[str, Any], sized: List[Dict[str, Any]],
-                 warnings: List[str]) -> Dict[str, Any]:
-        result.update(changed=False, instances=plan["instances"], errors=plan["errors"], memory_plans=sized,
-                      endpoints=[instance["endpoint"] for instance in plan["instances"]])
-        if warnings:
-            result["warnings"] = result.get("warnings", []) + warnings
-        if plan["errors"]:
-            result.update(failed=True, msg=" ".join(plan["errors"]) + UNCHANGED)
-        return result
+def _not_sized(memory: Mapping[str, Any]) -> Dict[str, Any]:
+    """The instances that do not fit their GPUs, each named as the role's variable (gpu_memory_plan names its
+    plans memory_plans=<label>), or the module's own failure."""
+    refusals = memory.get("refusals") or []
+    return dict(failed=True, refusals=refusals, msg="\n".join(
+        ["The llama-server instances do not fit their GPUs:"]
+        + ["- " + refusal["message"].replace("memory_plans=", "", 1) for refusal in refusals]
+        + [UNCHANGED.strip()]) if refusals else "%s%s" % (memory.get("msg"), UNCHANGED))
+
+
+def _planned(plan: Mapping[str, Any], sized: List[Dict[str, Any]]) -> Dict[str, Any]:
+    result = dict(changed=False, instances=plan["instances"], errors=plan["errors"], memory_plans=sized,
+                  endpoints=[instance["endpoint"] for instance in plan["instances"]])
+    if plan["errors"]:
+        result.update(failed=True, msg=" ".join(plan["errors"]) + UNCHANGED)
+    return result
