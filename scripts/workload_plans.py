@@ -44,7 +44,7 @@ EXAMPLE_HOSTS = {"v100-single": 1, "v100-dual": 2}
 # The settings roles/llama_server/tasks/plan.yml passes from a role variable of the same name.
 ROLE_SETTINGS = ("host", "ctx_size", "parallel", "slots_max", "prompt_tokens_max", "answer_tokens_max",
                  "slot_context_max", "kv_unified", "batch_size", "ubatch_size", "kv_cache_type", "prompt_cache_mib",
-                 "gpu_layers", "flash_attention", "metrics", "webui", "extra_args", "restart_schedule",
+                 "speculative", "gpu_layers", "flash_attention", "metrics", "webui", "extra_args", "restart_schedule",
                  "restart_stagger_minutes")
 
 

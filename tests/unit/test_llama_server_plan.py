@@ -491,3 +491,47 @@ def test_an_instance_restart_schedule_is_checked_where_it_names_a_time():
                       "no scheduled restart."]
     for fine in ("hourly", "Mon..Fri *-*-* 03:30", ""):
         assert plan([{"name": "a", "model": "qwen", "port": 1, "restart_schedule": fine}])["errors"] == []
+
+
+def test_speculative_decoding_is_off_unless_asked_and_an_instance_may_choose_its_own_type():
+    """--spec-type and the type names of common/arg.cpp:4249 and common/speculative.cpp:33-45 at 0c1e570."""
+    off, ide = plan([{"name": "chat", "model": "qwen", "port": 8081, "gpus": [0]},
+                     {"name": "ide", "model": "qwen", "port": 8082, "gpus": [1], "speculative": "ngram-mod"}]
+                    )["instances"]
+    assert "--spec-type" not in off["argv"]
+    assert ide["argv"][ide["argv"].index("--spec-type") + 1] == "ngram-mod"
+    # The role-wide setting, and an instance turning it off.
+    both = plan([{"name": "a", "model": "qwen", "port": 8081, "gpus": [0]},
+                 {"name": "b", "model": "qwen", "port": 8082, "gpus": [1], "speculative": "off"}],
+                speculative="ngram-map-k4v")["instances"]
+    assert both[0]["argv"][both[0]["argv"].index("--spec-type") + 1] == "ngram-map-k4v"
+    assert "--spec-type" not in both[1]["argv"]
+    # The n-gram types add nothing the GPU memory plan counts.
+    assert ide["memory_plan"] == dict(off["memory_plan"], name=ide["memory_plan"]["name"], gpus=[1])
+
+
+@pytest.mark.parametrize("instance, settings, expected", [
+    ({"speculative": "ngram"}, {}, "llama_server_instances[0] (a).speculative='ngram' is not a speculative decoding "
+     "type the role plans: use off or one of ngram-mod, ngram-simple, ngram-map-k, ngram-map-k4v, ngram-cache."),
+    ({}, {"speculative": "draft-simple"}, "llama_server_speculative='draft-simple' is not a speculative decoding "
+     "type the role plans: use off or one of ngram-mod, ngram-simple, ngram-map-k, ngram-map-k4v, ngram-cache (a "
+     "draft model's memory is not planned yet; pass -md and --spec-type in extra_args, keeping room for it)."),
+    ({"speculative": False}, {}, "llama_server_instances[0] (a).speculative=False is not a speculative decoding "
+     "type the role plans: use off or one of ngram-mod, ngram-simple, ngram-map-k, ngram-map-k4v, ngram-cache (YAML "
+     'reads an unquoted off as false: write "off").'),
+    ({"speculative": "ngram-mod", "extra_args": ["--spec-type=ngram-simple"]}, {},
+     "llama_server_instances[0] (a).speculative=ngram-mod and extra arguments --spec-type both choose the "
+     "speculative type: keep one."),
+    ({}, {"speculative": "ngram-cache", "extra_args": ["--spec-default"]},
+     "llama_server_speculative=ngram-cache and extra arguments --spec-default both choose the speculative type: "
+     "keep one."),
+])
+def test_a_speculative_type_the_role_does_not_plan_or_chosen_twice_is_refused(instance, settings, expected):
+    result = plan([dict({"name": "a", "model": "qwen", "port": 8081}, **instance)], **settings)
+    assert result["errors"] == [expected]
+
+
+def test_a_draft_model_through_extra_args_is_left_to_the_owner():
+    result = plan([{"name": "a", "model": "qwen", "port": 8081,
+                    "extra_args": ["-md", "/srv/models/draft.gguf", "--spec-type", "draft-simple"]}])
+    assert result["errors"] == [] and result["instances"][0]["argv"][-2:] == ["--spec-type", "draft-simple"]

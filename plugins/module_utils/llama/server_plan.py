@@ -42,7 +42,7 @@ LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
 INSTANCE_KEYS = frozenset((
     "name", "model", "port", "host", "gpus", "ctx_size", "parallel", "kv_cache_type", "cache_type_k",
     "cache_type_v", "split_mode", "tensor_split", "gpu_layers", "flash_attention", "kv_unified", "batch_size",
-    "ubatch_size", "extra_args", "restart_schedule", "api_key", "environment", "prompt_cache_mib",
+    "ubatch_size", "extra_args", "restart_schedule", "api_key", "environment", "prompt_cache_mib", "speculative",
 ))
 AUTO = "auto"
 # Flags the role sets from instance keys; in extra_args they would contradict
@@ -75,6 +75,16 @@ ROLE_FLAGS = {
 # stall; so the role turns it off unless asked.
 PROMPT_CACHE_OFF_REASON = ("prompt cache off (--cache-ram 0): saving a long prompt's state to host RAM when its "
                            "slot is reused stalled other requests for seconds (llama_server_prompt_cache_mib)")
+# Self-speculative decoding (--spec-type, common/speculative.cpp's type names at 0c1e57098): each drafts from
+# n-grams of the slot's own context and needs no second model. Their state is in host RAM (ngram-mod: one
+# table of 4M int32 entries that all slots share, speculative.cpp:1876); GPU memory grows only by the
+# logits of the drafted tokens the server verifies, at most n_parallel x (n_max + 1) rows capped at the
+# batch (common_speculative_get_output_limits, speculative.cpp:2586). The draft-model types (draft-simple,
+# draft-mtp, draft-eagle3, ...) load a second model that the memory plan does not count: not planned here.
+SPECULATIVE_TYPES = ("ngram-mod", "ngram-simple", "ngram-map-k", "ngram-map-k4v", "ngram-cache")
+SPECULATIVE_OFF = "off"
+# Flags that choose or preset the speculative type, which `speculative` sets.
+SPECULATIVE_FLAGS = ("--spec-type", "--spec-default")
 # Bytes per element, to size the memory plan by the larger of the K and V caches.
 KV_CACHE_RANK = {"f32": 4.0, "f16": 2.0, "bf16": 2.0, "q8_0": 34 / 32, "q5_1": 24 / 32, "q5_0": 22 / 32,
                  "q4_1": 20 / 32, "q4_0": 18 / 32, "iq4_nl": 18 / 32}
@@ -212,6 +222,7 @@ def _instance_errors(where: str, instance: Mapping[str, Any], settings: Mapping[
     if not _int_in(value, -1, 10_000_000):
         errors.append("%s=%r must be a whole number of MiB: 0 turns llama-server's prompt cache off, -1 leaves it "
                       "unlimited." % (label, value))
+    errors += _speculative_errors(where, instance, settings)
     label, value = _setting(where, instance, settings, "gpu_layers")
     if not _int_in(value, 0, 100_000):
         errors.append("%s=%r must be a whole number of layers, 0 or more (999: all of them); the memory plan "
@@ -258,6 +269,24 @@ def _instance_errors(where: str, instance: Mapping[str, Any], settings: Mapping[
                 where, ", ".join(refused), "use the instance keys named there"))
     errors += _gpu_errors(where, instance, settings, models_files)
     return errors
+
+
+def _speculative_errors(where: str, instance: Mapping[str, Any], settings: Mapping[str, Any]) -> List[str]:
+    label, value = _setting(where, instance, settings, "speculative")
+    if value != SPECULATIVE_OFF and value not in SPECULATIVE_TYPES:
+        drafted = isinstance(value, str) and value.startswith("draft-")
+        return ["%s=%r is not a speculative decoding type the role plans: use off or one of %s%s." % (
+            label, value, ", ".join(SPECULATIVE_TYPES),
+            " (a draft model's memory is not planned yet; pass -md and --spec-type in extra_args, keeping room "
+            "for it)" if drafted else ' (YAML reads an unquoted off as false: write "off")' if value is False
+            else "")]
+    extra = instance.get("extra_args") if isinstance(instance.get("extra_args"), list) else []
+    given = [str(arg).split("=", 1)[0] for arg in list(settings["extra_args"]) + extra
+             if str(arg).split("=", 1)[0] in SPECULATIVE_FLAGS]
+    if value != SPECULATIVE_OFF and given:
+        return ["%s=%s and extra arguments %s both choose the speculative type: keep one." % (
+            label, value, ", ".join(given))]
+    return []
 
 
 def _setting(where: str, instance: Mapping[str, Any], settings: Mapping[str, Any], key: str) -> Tuple[str, Any]:
@@ -449,6 +478,7 @@ def _launch(instance: Mapping[str, Any], settings: Mapping[str, Any], model_path
         "batch_size": instance.get("batch_size", settings["batch_size"]),
         "ubatch_size": instance.get("ubatch_size", settings["ubatch_size"]),
         "prompt_cache_mib": instance.get("prompt_cache_mib", settings["prompt_cache_mib"]),
+        "speculative": instance.get("speculative", settings["speculative"]),
         "cache_type_k": cache_k,
         "cache_type_v": cache_v,
         "flash_attention": bool(instance.get("flash_attention", settings["flash_attention"])),
@@ -484,6 +514,8 @@ def _argv(launch: Mapping[str, Any], ctx_size: int, parallel: int) -> List[str]:
         # (--fit, on by default at 0c1e57098) would only log that it cannot.
         "--fit", "off",
     ]
+    if launch["speculative"] != SPECULATIVE_OFF:
+        argv += ["--spec-type", launch["speculative"]]
     argv += _gpu_args(launch, ("--gpu-layers", "--split-mode", "--tensor-split"), ",")
     if launch["metrics"]:
         argv.append("--metrics")
