@@ -8,6 +8,7 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.v100.llm.plugins.module_utils.llama.server_plan import (
     instance_commands,
+    memory_refusal,
     plan_instances,
     split_row_warnings,
     unfetched_models,
@@ -48,18 +49,19 @@ class ActionModule(ActionBase):
                 "gpus": args.get("gpus") or [], "memory_plans": [p["memory_plan"] for p in plan["instances"]]})
             warnings += memory.get("warnings", [])
             if memory.get("failed"):
-                return _not_sized(memory)
+                return _not_sized(memory, plan["instances"])
             sized = memory["memory_plans"]
         return _planned(instance_commands(plan, sized), sized)
 
 
-def _not_sized(memory: Mapping[str, Any]) -> Dict[str, Any]:
-    """The instances that do not fit their GPUs, each named as the role's variable (gpu_memory_plan names its
-    plans memory_plans=<label>), or the module's own failure."""
+def _not_sized(memory: Mapping[str, Any], instances: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """The instances that do not fit their GPUs, in their own terms, or the module's own failure."""
     refusals = memory.get("refusals") or []
+    by_plan = {instance["memory_plan"]["name"]: instance for instance in instances}
     return dict(failed=True, refusals=refusals, msg="\n".join(
         ["The llama-server instances do not fit their GPUs:"]
-        + ["- " + refusal["message"].replace("memory_plans=", "", 1) for refusal in refusals]
+        + ["- " + (memory_refusal(refusal["message"], by_plan[refusal["value"]]) if refusal["value"] in by_plan
+                   else refusal["message"].replace("memory_plans=", "", 1)) for refusal in refusals]
         + [UNCHANGED.strip()]) if refusals else "%s%s" % (memory.get("msg"), UNCHANGED))
 
 

@@ -8,6 +8,7 @@ from conftest import RECORDED
 
 from ansible_collections.v100.llm.plugins.module_utils.llama.server_plan import (
     local_base_url,
+    memory_refusal,
     plan_instances,
     refused_extra_args,
     split_row_warnings,
@@ -535,3 +536,20 @@ def test_a_draft_model_through_extra_args_is_left_to_the_owner():
     result = plan([{"name": "a", "model": "qwen", "port": 8081,
                     "extra_args": ["-md", "/srv/models/draft.gguf", "--spec-type", "draft-simple"]}])
     assert result["errors"] == [] and result["instances"][0]["argv"][-2:] == ["--spec-type", "draft-simple"]
+
+
+def test_a_memory_refusal_names_the_instances_own_settings():
+    """gpu_memory_plan's remedies (memory/plan.py) name context_per_slot, slots and gpu_count."""
+    instance = plan([{"name": "a", "model": "qwen", "port": 1, "ctx_size": 65536, "parallel": 2}])["instances"][0]
+    message = memory_refusal(
+        "memory_plans=llama_server_instances a (qwen) does not fit: needs 36735 MiB per GPU (...). Lower "
+        "context_per_slot to 24832 (from 32768); or lower slots to 1 (from 2); or set kv_cache_type=q8_0 (KV cache "
+        "16384 -> 8704 MiB per GPU); or add GPUs: gpu_count=2 (each then needs 19629 MiB)", instance)
+    assert message == (
+        "llama_server_instances a (qwen) does not fit: needs 36735 MiB per GPU (...). Lower its ctx_size to 49664 "
+        "(24832 tokens a slot, from 65536); or lower its parallel to 1 (from 2); or set its kv_cache_type=q8_0 (KV "
+        "cache 16384 -> 8704 MiB per GPU); or give it 2 GPUs (its gpus) (each then needs 19629 MiB)")
+    unified = plan([{"name": "u", "model": "qwen", "port": 1, "ctx_size": 65536, "parallel": 2,
+                     "kv_unified": True}])["instances"][0]
+    assert "Lower its ctx_size to 24832 (from 32768)" in memory_refusal(
+        "Lower context_per_slot to 24832 (from 32768)", unified)

@@ -734,6 +734,30 @@ def instance_commands(planned: Mapping[str, Any], sized: Sequence[Mapping[str, A
     return {"instances": instances if not errors else [], "errors": errors}
 
 
+def memory_refusal(message: str, plan: Mapping[str, Any]) -> str:
+    """gpu_memory_plan's refusal of an instance's memory plan, in the instance's own terms: its remedies name
+    context_per_slot, slots and gpu_count, which the instance sets as ctx_size, parallel and gpus."""
+    spec = plan["memory_plan"]
+    # A unified cache is one stream of ctx_size cells; else each slot has ctx_size / parallel.
+    slots = 1 if spec.get("kv_unified") or "slots" not in spec else int(spec["slots"])
+    where = "its %s"
+
+    def context(match: "re.Match[str]") -> str:
+        each = "" if slots == 1 else "%s tokens a slot, " % match.group(2)
+        return "%sower %s to %d (%sfrom %d)" % (match.group(1), where % "ctx_size", int(match.group(2)) * slots,
+                                                each, int(match.group(3)) * slots)
+
+    message = re.sub(r"([Ll])ower context_per_slot to (\d+) \(from (\d+)\)", context, message.replace(
+        "memory_plans=", "", 1))
+    message = re.sub(r"([Ll])ower slots to (\d+) \(from (\d+)\)",
+                     lambda m: "%sower %s to %s (from %s)" % (m.group(1), where % "parallel", m.group(2),
+                                                              m.group(3)), message)
+    message = re.sub(r"([Ss])et kv_cache_type=", lambda m: "%set %s=" % (m.group(1), where % "kv_cache_type"),
+                     message)
+    return re.sub(r"([Aa])dd GPUs: gpu_count=(\d+)", lambda m: "%sive it %s GPUs (%s)" % (
+        "G" if m.group(1) == "A" else "g", m.group(2), where % "gpus"), message)
+
+
 def unfetched_models(planned: Mapping[str, Any], models_files: Mapping[str, Mapping[str, Any]]) -> List[str]:
     """The instances whose models_list file is not on the host as its stamp says (the models role's
     `verified`): llama-server would start on a missing or different file."""
