@@ -10,7 +10,7 @@ from ansible.errors import AnsibleActionFail
 from ansible_collections.v100.llm.plugins.plugin_utils.benchmark_report import decode_limit, engine_rows, markdown, write
 from ansible_collections.v100.llm.plugins.plugin_utils.endpoint_action import EndpointAction
 from ansible_collections.v100.llm.plugins.plugin_utils.endpoint_checks import direct_client
-from ansible_collections.v100.llm.plugins.plugin_utils.load_generator import run_endpoint
+from ansible_collections.v100.llm.plugins.plugin_utils.load_generator import against_baseline, run_endpoint
 
 SETTINGS = ("workloads", "concurrency", "prompt_tokens", "generated_tokens", "rounds", "targets")
 
@@ -18,7 +18,8 @@ SETTINGS = ("workloads", "concurrency", "prompt_tokens", "generated_tokens", "ro
 class ActionModule(EndpointAction):
     """Measures each endpoint (endpoint_benchmark's documentation) and writes its report on the controller."""
 
-    _VALID_ARGS = frozenset(("endpoints", "settings", "memory_bandwidth_gbps", "engine", "output_dir", "timeout"))
+    _VALID_ARGS = frozenset(("endpoints", "settings", "memory_bandwidth_gbps", "engine", "output_dir", "timeout",
+                             "baseline"))
 
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}
@@ -29,13 +30,15 @@ class ActionModule(EndpointAction):
         host = task_vars.get("inventory_hostname", "host")
         now = datetime.datetime.now(datetime.timezone.utc)
         folder = Path(os.path.abspath(os.path.expanduser(args["output_dir"])))
-        files, summary, unreachable = [], [], []
+        files, summary, unreachable, measured_levels = [], [], [], {}
         for endpoint in args.get("endpoints") or []:
             endpoint = dict(endpoint, api_key=self.key(endpoint, task_vars))
             with self.reach(connection, options, endpoint) as (base_url, tunnel):
                 model_bytes, context = self._model_card(openai, base_url, endpoint)
                 endpoint["context_tokens"] = context
-                levels = run_endpoint(openai, base_url, endpoint, settings, float(args.get("timeout", 900)))
+                levels = against_baseline(run_endpoint(openai, base_url, endpoint, settings,
+                                                       float(args.get("timeout", 900))), args.get("baseline") or [])
+            measured_levels[endpoint["name"]] = levels
             if all(row["failed"].get("connection") == row["requests"] for row in levels):
                 unreachable.append("%s (%s): no answer on the host's %s port %s%s" % (
                     endpoint["name"], endpoint["url"], endpoint["address"], endpoint["port"],
@@ -44,6 +47,8 @@ class ActionModule(EndpointAction):
             report = {
                 "host": host, "endpoint": endpoint["name"], "kind": endpoint["kind"], "model": endpoint["model"],
                 "url": endpoint["url"], "time": now.strftime("%Y-%m-%d %H:%M UTC"), "settings": settings,
+                # The --spec-type a comparison started the server with (benchmark_speculative_types).
+                "speculative": endpoint.get("speculative", ""),
                 "limit": decode_limit(args.get("memory_bandwidth_gbps"), model_bytes), "levels": levels,
                 "engine": {"argv": measured["argv"], "rows": engine_rows(measured["json"])} if measured.get("json")
                 else {"skipped": measured.get("skipped", "not asked for (benchmark_engine)")},
@@ -55,7 +60,7 @@ class ActionModule(EndpointAction):
                 ([no_plots] if no_plots else []) + [""]
         if unreachable:
             raise AnsibleActionFail("endpoint_benchmark reached no server: " + " | ".join(unreachable))
-        result.update(changed=False, files=files, summary=summary)
+        result.update(changed=False, files=files, summary=summary, levels=measured_levels)
         return result
 
     @staticmethod

@@ -21,7 +21,9 @@ description:
     controller. Changes nothing on the host. Fails only when no request reached a server.
 options:
   endpoints:
-    description: As M(v100.llm.endpoint_check) takes them; a llama-server endpoint's C(engine) is not read here.
+    description:
+      - As M(v100.llm.endpoint_check) takes them; a llama-server endpoint's C(engine) is not read here.
+      - C(speculative), where set, names the C(--spec-type) the server was started with, for the report.
     type: list
     elements: dict
     required: true
@@ -45,6 +47,13 @@ options:
     description: Seconds one request may take.
     type: int
     default: 900
+  baseline:
+    description:
+      - The C(levels) of an earlier call against the same server (plain decoding, in a comparison of
+        speculative decoding types); each level of the same workload and streams gets its C(speedup) against it.
+    type: list
+    elements: dict
+    default: []
 author: v100.llm
 """
 
@@ -73,4 +82,8 @@ summary:
   returned: always
   type: list
   elements: str
+levels:
+  description: Per endpoint name, its measured levels as in the JSON report (with C(speedup) against O(baseline)).
+  returned: always
+  type: dict
 """

@@ -75,6 +75,16 @@ def markdown(report: Mapping[str, Any]) -> str:
             _seconds(row["ttft_p50_s"]), _seconds(row["ttft_p90_s"]), _seconds(row["itl_p50_s"]),
             _seconds(row["itl_p90_s"]), row["stream_tokens_per_s_p50"], _share(row["stream_tokens_per_s_p50"], limit),
             row["summed_tokens_per_s"], row["goodput_requests_per_s"], 100 * row["goodput_share"]))
+    compared = [row for row in report["levels"] if row.get("draft_tokens") or "speedup" in row]
+    if compared:
+        lines += ["", "Speculative decoding (%s), against plain decoding measured in the same run where it was:" % (
+            report.get("speculative") or "the server's own setting"), ""]
+        lines += ["- %s at %d stream%s: %s; %.1f tokens/s per stream%s" % (
+            row["workload"], row["streams"], "" if row["streams"] == 1 else "s",
+            "kept %d of %d drafted tokens (%.0f%%)" % (row["draft_accepted"], row["draft_tokens"],
+                                                      100 * row["acceptance"]) if row.get("draft_tokens")
+            else "drafted nothing", row["stream_tokens_per_s_p50"],
+            ", %.2f x plain decoding" % row["speedup"] if row.get("speedup") else "") for row in compared]
     examples = sorted({row["failure_example"] for row in report["levels"] if row["failure_example"]})
     lines += ["", "What a failed request was told: %s" % " | ".join(examples)] if examples else []
     engine = report.get("engine") or {}

@@ -6,10 +6,13 @@ requests share a prefix the server's prompt cache could reuse. Short chat prompt
 for the same number of tokens and ignores end-of-sequence (llama-server's and vLLM's extension), so each
 one generates exactly that many.
 
-Three workloads (plan_requests):
+Four workloads (plan_requests):
 - chat: short chat prompts, at each concurrency: tokens/s summed and per stream against concurrency;
 - prompt: one stream, one prompt length after another: time to first token against prompt length;
-- ide: prompts of the longer half of the lengths, up to the endpoint's planned maximum, at each concurrency.
+- ide: prompts of the longer half of the lengths, up to the endpoint's planned maximum, at each concurrency;
+- edit: a code edit at each concurrency: a real source file (this one) in the prompt, and the start of the same
+  file with one name changed, so the answer repeats the prompt, as a code edit does. Where the server drafts
+  tokens (speculative decoding), its timings' draft_n and draft_n_accepted give the acceptance rate.
 
 A failed request (context exceeded, another 4xx, a 5xx, a timeout, an error inside the stream, a short answer)
 is counted by kind, and enters the percentiles as a miss (an infinite time, shown "failed"), tokens/s and
@@ -22,6 +25,7 @@ import math
 import random
 import time
 from collections import Counter
+from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ansible_collections.v100.llm.plugins.plugin_utils.endpoint_checks import direct_client
@@ -30,12 +34,34 @@ from ansible_collections.v100.llm.plugins.plugin_utils.endpoint_checks import di
 PROMPT_TOKEN_IDS = (1000, 9000)
 CHAT_TOPICS = ("a sorting algorithm", "the tides", "a unit test", "compound interest", "a hash map",
                "photosynthesis", "a race condition", "the printing press")
+# Fewer than the characters per token of code in the tokenizers served here (about 3.5-4): an edit prompt cut
+# to a token count by this stays within it.
+EDIT_CHARS_PER_TOKEN = 3
+EDIT_SOURCE = Path(__file__).read_text(encoding="utf-8")
+
+
+def edit_prompt(tokens: int, index: int) -> str:
+    """A code edit of at most `tokens` tokens: this file's first lines (as many as fit), then the task (rename
+    summarize to summarize_<index>: each request its own) and the answer's first line, for the model to go on
+    with, as an IDE plugin's edit request does."""
+    source = EDIT_SOURCE.splitlines(keepends=True)
+    task = "\n# The same file, with the function summarize renamed to summarize_%d and nothing else changed:\n%s" % (
+        index, source[0])
+    room = max(0, tokens * EDIT_CHARS_PER_TOKEN - len(task))
+    lines, size = [], 0
+    for line in source:
+        if size + len(line) > room:
+            break
+        lines.append(line)
+        size += len(line)
+    return "".join(lines) + task
 
 
 def plan_requests(endpoint: Mapping[str, Any], settings: Mapping[str, Any], seed: int = 0) -> List[Dict[str, Any]]:
     """The levels to run, in order: each with its workload, streams (concurrency) and requests.
 
-    settings: workloads, concurrency, prompt_tokens (lengths), rounds (requests per stream and level).
+    settings: workloads, concurrency, prompt_tokens (lengths), rounds (requests per stream and level); the edit
+    workload's prompt is cut to the longest length that fits.
     Prompt lengths above the longest a request can carry are left out, and that longest itself measured instead:
     the endpoint's planned prompt maximum, and at most the context the server gives one request (llama-server's
     slot, vLLM's max_model_len: context_tokens, read from /v1/models) less the generated tokens. An endpoint
@@ -76,6 +102,13 @@ def plan_requests(endpoint: Mapping[str, Any], settings: Mapping[str, Any], seed
                 levels.append({"workload": "ide", "streams": int(streams), "requests": [
                     {"api": "completions", "prompt": tokens(upper[index % len(upper)])}
                     for index in range(int(streams) * rounds)]})
+        elif workload == "edit" and lengths:
+            # Each request its own rename, across the levels too.
+            for streams in settings["concurrency"]:
+                first = sum(len(level["requests"]) for level in levels if level["workload"] == "edit")
+                levels.append({"workload": "edit", "streams": int(streams), "requests": [
+                    {"api": "completions", "prompt": edit_prompt(lengths[-1], first + index)}
+                    for index in range(int(streams) * rounds)]})
     return levels
 
 
@@ -96,7 +129,10 @@ async def one_request(client: Any, openai: Any, model: str, request: Mapping[str
     usage = None
     common = {"model": model, "max_tokens": generated, "stream": True, "timeout": timeout,
               "stream_options": {"include_usage": True}, "extra_body": {"ignore_eos": True}, "temperature": 0}
-    result: Dict[str, Any] = {"prompt_tokens_sent": len(request["prompt"]) if request["api"] == "completions" else 0}
+    # Token ids are counted here; a text prompt by the server (usage).
+    result: Dict[str, Any] = {"prompt_tokens_sent": len(request["prompt"]) if isinstance(request["prompt"], list)
+                              else 0}
+    timings: Mapping[str, Any] = {}
     try:
         if request["api"] == "chat":
             stream = await client.chat.completions.create(
@@ -107,6 +143,9 @@ async def one_request(client: Any, openai: Any, model: str, request: Mapping[str
             if chunk.choices and _has_text(chunk.choices[0]):
                 stamps.append(time.monotonic() - sent)
             usage = chunk.usage or usage
+            # llama-server's last chunk carries its timings (server-task.cpp), with draft_n and draft_n_accepted
+            # where it drafted (server-common.cpp:100).
+            timings = (chunk.model_extra or {}).get("timings") or timings
     except openai.APIStatusError as exc:
         message = " ".join(str(getattr(exc, "message", exc)).split())[:200]
         return dict(result, ok=False, failure=failure_kind(exc.status_code, message), message=message)
@@ -118,7 +157,8 @@ async def one_request(client: Any, openai: Any, model: str, request: Mapping[str
         return dict(result, ok=False, failure="stream error", message=" ".join(str(exc).split())[:200])
     tokens = usage.completion_tokens if usage else len(stamps)
     result.update(prompt_tokens=usage.prompt_tokens if usage else result["prompt_tokens_sent"], tokens=tokens,
-                  ttft=stamps[0] if stamps else None, last=stamps[-1] if stamps else None)
+                  ttft=stamps[0] if stamps else None, last=stamps[-1] if stamps else None,
+                  draft_tokens=int(timings.get("draft_n") or 0), draft_accepted=int(timings.get("draft_n_accepted") or 0))
     if tokens < generated or not stamps:
         return dict(result, ok=False, failure="short answer",
                     message="%d of %d tokens (the server ignored ignore_eos?)" % (tokens, generated))
@@ -177,6 +217,8 @@ def summarize(results: Sequence[Mapping[str, Any]], wall: float, generated: int,
     met = [result for result, itl in zip(results, itls)
            if result["ok"] and result["ttft"] <= targets["ttft_s"] and itl <= targets["itl_s"]]
     failures = Counter(result["failure"] for result in results if not result["ok"])
+    drafted = sum(result.get("draft_tokens", 0) for result in done)
+    accepted = sum(result.get("draft_accepted", 0) for result in done)
     example = next((result["message"] for result in results if not result["ok"]), "")
     return {
         "requests": len(results), "ok": len(done), "failed": dict(failures), "failure_example": example,
@@ -189,6 +231,9 @@ def summarize(results: Sequence[Mapping[str, Any]], wall: float, generated: int,
         "summed_tokens_per_s": round(sum(result["tokens"] for result in done) / wall, 2) if wall > 0 else 0.0,
         "goodput_requests_per_s": round(len(met) / wall, 3) if wall > 0 else 0.0,
         "goodput_share": round(len(met) / len(results), 3) if results else 0.0,
+        # Speculative decoding: the drafted tokens the server checked, and the share it kept (None: no drafts).
+        "draft_tokens": drafted, "draft_accepted": accepted,
+        "acceptance": round(accepted / drafted, 3) if drafted else None,
     }
 
 
@@ -204,4 +249,18 @@ def run_endpoint(openai: Any, base_url: str, endpoint: Mapping[str, Any], settin
                                      settings["targets"][level["workload"]])))
         if level["workload"] == "prompt":
             rows[-1]["prompt_tokens"] = level["prompt_tokens"]
+    return rows
+
+
+def against_baseline(levels: Sequence[Mapping[str, Any]], baseline: Sequence[Mapping[str, Any]]) -> List[Dict[str, Any]]:
+    """Each level with its speed against the same workload and streams in `baseline` (an earlier measurement of
+    the same server, such as plain decoding in the same run): "speedup", tokens/s per stream over the
+    baseline's (None where either delivered nothing)."""
+    before = {(row["workload"], row["streams"]): row["stream_tokens_per_s_p50"] for row in baseline}
+    rows = [dict(row) for row in levels]
+    for row in rows:
+        plain = before.get((row["workload"], row["streams"]))
+        if plain is not None:
+            row["speedup"] = round(row["stream_tokens_per_s_p50"] / plain, 3) if plain and row["stream_tokens_per_s_p50"] \
+                else None
     return rows

@@ -13,7 +13,7 @@ from conftest import FIXTURES, RECORDED
 from ansible_collections.v100.llm.plugins.plugin_utils.benchmark_report import (
     decode_limit, engine_rows, markdown, write)
 from ansible_collections.v100.llm.plugins.plugin_utils.load_generator import (
-    failure_kind, plan_requests, run_endpoint, summarize)
+    EDIT_CHARS_PER_TOKEN, against_baseline, edit_prompt, failure_kind, plan_requests, run_endpoint, summarize)
 
 API = FIXTURES / "llama-server-api"
 CONTEXT = 64  # the stub's slot: a longer prompt gets llama-server's recorded 400
@@ -21,7 +21,7 @@ PACE = 0.02  # seconds between streamed events
 SETTINGS = {"workloads": ["chat", "prompt", "ide"], "concurrency": [1, 2], "prompt_tokens": [16, 48, 200],
             "generated_tokens": 8, "rounds": 1,
             "targets": {"chat": {"ttft_s": 5, "itl_s": 1}, "prompt": {"ttft_s": 5, "itl_s": 1},
-                        "ide": {"ttft_s": 5, "itl_s": 1}}}
+                        "ide": {"ttft_s": 5, "itl_s": 1}, "edit": {"ttft_s": 5, "itl_s": 1}}}
 ENDPOINT = {"name": "demo", "kind": "llama-server", "model": "smollm2", "api_key": "", "prompt_tokens_max": 48}
 
 
@@ -45,7 +45,9 @@ def stub(error_after=None):
                 self.end_headers()
                 self.wfile.write(body)
                 return
-            recorded = "completion-stream.sse" if self.path == "/v1/completions" else "chat-stream.sse"
+            # A text prompt to the completions API is the edit workload's, recorded with speculative decoding on.
+            recorded = "chat-stream.sse" if self.path != "/v1/completions" else \
+                "completion-speculative-stream.sse" if isinstance(request["prompt"], str) else "completion-stream.sse"
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Connection", "close")
@@ -183,3 +185,53 @@ def test_the_report_sets_each_stream_against_the_limit(tmp_path):
     assert json.loads((tmp_path / "gpu1-coder.json").read_text())["levels"][0]["ok"] == 1
     assert (tmp_path / "gpu1-coder-tokens-per-s.png").read_bytes()[:4] == b"\x89PNG"
     assert not math.isnan(report["limit"]["tokens_per_s"])
+
+
+def test_an_edit_prompt_is_this_source_cut_to_fit_with_its_own_rename_and_the_answers_first_line():
+    prompt = edit_prompt(400, 3)
+    assert len(prompt) <= 400 * EDIT_CHARS_PER_TOKEN
+    assert prompt.startswith('"""Load through a served endpoint')
+    assert prompt.endswith("renamed to summarize_3 and nothing else changed:\n\"\"\"Load through a served endpoint, "
+                           "measured from the client's side with the OpenAI client's async API.\n")
+    levels = plan_requests(dict(ENDPOINT, prompt_tokens_max=300), dict(SETTINGS, workloads=["edit"], rounds=2))
+    assert [(level["workload"], level["streams"], len(level["requests"])) for level in levels] == [
+        ("edit", 1, 2), ("edit", 2, 4)]
+    # Each request renames to its own name; each fits the endpoint's longest prompt.
+    prompts = [request["prompt"] for level in levels for request in level["requests"]]
+    assert len(set(prompts)) == 6 and all(len(prompt) <= 300 * EDIT_CHARS_PER_TOKEN for prompt in prompts)
+
+
+def test_the_acceptance_of_drafted_tokens_is_read_from_the_servers_timings():
+    server = stub()
+    try:
+        rows = run_endpoint(openai, "http://127.0.0.1:%d/v1" % server.server_address[1], ENDPOINT,
+                            dict(SETTINGS, workloads=["edit", "ide"], concurrency=[2], generated_tokens=64), 30)
+    finally:
+        server.shutdown()
+    edit, ide = rows
+    # Recorded with --spec-type ngram-mod: 62 tokens drafted, 62 kept, per request.
+    assert (edit["ok"], edit["draft_tokens"], edit["draft_accepted"], edit["acceptance"]) == (2, 124, 124, 1.0)
+    assert edit["prompt_tokens"] == 260  # the server's count (usage), a text prompt has none of its own
+    assert (ide["draft_tokens"], ide["acceptance"]) == (0, None)
+
+
+def test_a_speculative_type_is_set_against_plain_decoding_of_the_same_run():
+    def level(workload, streams, per_stream, drafted=0, kept=0):
+        return {"workload": workload, "streams": streams, "stream_tokens_per_s_p50": per_stream,
+                "draft_tokens": drafted, "draft_accepted": kept, "acceptance": kept / drafted if drafted else None}
+    plain = [level("edit", 1, 70.0), level("edit", 4, 40.0)]
+    drafted = against_baseline([level("edit", 1, 105.0, 258, 204), level("edit", 4, 0.0, 0, 0),
+                                level("edit", 16, 20.0)], plain)
+    assert [row.get("speedup") for row in drafted] == [1.5, None, None]
+    assert "speedup" not in drafted[2]  # no plain level to set it against
+    report = {"host": "gpu1", "endpoint": "coder-speculative-ngram-mod", "kind": "llama-server", "model": "qwen",
+              "url": "http://127.0.0.1:8080", "time": "2026-12-07 02:00 UTC", "settings": SETTINGS,
+              "limit": decode_limit(None, None), "speculative": "ngram-mod", "engine": {},
+              "levels": [dict(row, requests=1, ok=1, failed={}, failure_example="", prompt_tokens=260, ttft_p50_s=0.5,
+                              ttft_p90_s=0.5, itl_p50_s=0.01, itl_p90_s=0.01, summed_tokens_per_s=1.0,
+                              goodput_requests_per_s=1.0, goodput_share=1.0) for row in drafted]}
+    text = markdown(report)
+    assert "Speculative decoding (ngram-mod), against plain decoding measured in the same run where it was:" in text
+    assert "- edit at 1 stream: kept 204 of 258 drafted tokens (79%); 105.0 tokens/s per stream, 1.50 x plain " \
+           "decoding" in text
+    assert "- edit at 4 streams: drafted nothing; 0.0 tokens/s per stream\n" in text

@@ -507,6 +507,9 @@ def test_speculative_decoding_is_off_unless_asked_and_an_instance_may_choose_its
                 speculative="ngram-map-k4v")["instances"]
     assert both[0]["argv"][both[0]["argv"].index("--spec-type") + 1] == "ngram-map-k4v"
     assert "--spec-type" not in both[1]["argv"]
+    # benchmark.yml's plain command line, to which it adds each type it compares.
+    assert ide["endpoint"]["engine"]["server_argv"] == [arg for arg in ide["argv"] if arg not in ("--spec-type",
+                                                                                                   "ngram-mod")]
     # The n-gram types add nothing the GPU memory plan counts.
     assert ide["memory_plan"] == dict(off["memory_plan"], name=ide["memory_plan"]["name"], gpus=[1])
 

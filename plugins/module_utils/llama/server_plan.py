@@ -726,11 +726,15 @@ def instance_commands(planned: Mapping[str, Any], sized: Sequence[Mapping[str, A
         else:
             ctx_size, parallel = sizing["ctx_size"], sizing["parallel"]
         cache = plan["launch"]["prompt_cache_mib"]
+        # benchmark.yml compares plain decoding with each speculative type it is given on this command line.
+        plain = _argv(dict(plan["launch"], speculative=SPECULATIVE_OFF), ctx_size, parallel)
         instances.append(dict(plan, ctx_size=ctx_size, parallel=parallel, slot_choice=chosen.get("choice", ""),
                               prompt_cache=PROMPT_CACHE_OFF_REASON if cache == 0 else
                               "prompt cache %s (--cache-ram %d)" % ("unlimited" if cache < 0 else "%d MiB" % cache,
                                                                     cache),
-                              argv=_argv(plan["launch"], ctx_size, parallel)))
+                              argv=_argv(plan["launch"], ctx_size, parallel),
+                              endpoint=dict(plan["endpoint"], engine=dict(plan["endpoint"]["engine"],
+                                                                          server_argv=plain))))
     return {"instances": instances if not errors else [], "errors": errors}
 
 
