@@ -40,7 +40,8 @@ class ActionModule(ActionBase):
             config = self._repository_config(settings, args.get("hf_token") or "",
                                              stack.get("vllm_model_architecture") or '""', task_vars, warnings)
         serving = settings["gpus"] if isinstance(settings["gpus"], list) else []
-        memory = [gpu["memory_total_mib"] for gpu in gpus if gpu.get("index") in serving and gpu.get("memory_total_mib")]
+        memory = [gpu["memory_total_mib"] for gpu in gpus
+                  if gpu.get("index") in serving and gpu.get("memory_total_mib")]
         plan = plan_on_model(settings, config, weights, memory, folder_on_host)
         refusals = list(plan["errors"])
         # A folder without a readable config.json is refused above; it has nothing to check.

@@ -158,7 +158,8 @@ async def one_request(client: Any, openai: Any, model: str, request: Mapping[str
     tokens = usage.completion_tokens if usage else len(stamps)
     result.update(prompt_tokens=usage.prompt_tokens if usage else result["prompt_tokens_sent"], tokens=tokens,
                   ttft=stamps[0] if stamps else None, last=stamps[-1] if stamps else None,
-                  draft_tokens=int(timings.get("draft_n") or 0), draft_accepted=int(timings.get("draft_n_accepted") or 0))
+                  draft_tokens=int(timings.get("draft_n") or 0),
+                  draft_accepted=int(timings.get("draft_n_accepted") or 0))
     if tokens < generated or not stamps:
         return dict(result, ok=False, failure="short answer",
                     message="%d of %d tokens (the server ignored ignore_eos?)" % (tokens, generated))
@@ -252,15 +253,15 @@ def run_endpoint(openai: Any, base_url: str, endpoint: Mapping[str, Any], settin
     return rows
 
 
-def against_baseline(levels: Sequence[Mapping[str, Any]], baseline: Sequence[Mapping[str, Any]]) -> List[Dict[str, Any]]:
+def against_baseline(levels: Sequence[Mapping[str, Any]],
+                     baseline: Sequence[Mapping[str, Any]]) -> List[Dict[str, Any]]:
     """Each level with its speed against the same workload and streams in `baseline` (an earlier measurement of
     the same server, such as plain decoding in the same run): "speedup", tokens/s per stream over the
     baseline's (None where either delivered nothing)."""
     before = {(row["workload"], row["streams"]): row["stream_tokens_per_s_p50"] for row in baseline}
     rows = [dict(row) for row in levels]
     for row in rows:
-        plain = before.get((row["workload"], row["streams"]))
+        plain, speed = before.get((row["workload"], row["streams"])), row["stream_tokens_per_s_p50"]
         if plain is not None:
-            row["speedup"] = round(row["stream_tokens_per_s_p50"] / plain, 3) if plain and row["stream_tokens_per_s_p50"] \
-                else None
+            row["speedup"] = round(speed / plain, 3) if plain and speed else None
     return rows
