@@ -55,12 +55,14 @@ class ActionModule(ActionBase):
             if checked.get("failed"):
                 refusals += [refusal["message"] for refusal in checked.get("refusals") or []] or [checked.get("msg")]
         result["changed"] = False
+        # plan_server's own (a repository's max_model_len auto, an fp8 cache) after the host's.
+        warnings += plan.get("warnings", [])
         if warnings:
             result["warnings"] = result.get("warnings", []) + warnings
         if refusals:
             return dict(result, failed=True, errors=refusals, msg="\n".join(
                 ["The vLLM server is refused:"] + ["- %s" % refusal for refusal in refusals] + [UNCHANGED]))
-        result.update(plan)
+        result.update({key: value for key, value in plan.items() if key != "warnings"})
         if plan["memory"]:
             result["msg"] = "%s %s" % (settings["model"], plan["memory"]["verdict"])
         return result

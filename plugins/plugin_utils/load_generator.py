@@ -10,9 +10,10 @@ Four workloads (plan_requests):
 - chat: short chat prompts, at each concurrency: tokens/s summed and per stream against concurrency;
 - prompt: one stream, one prompt length after another: time to first token against prompt length;
 - ide: prompts of the longer half of the lengths, up to the endpoint's planned maximum, at each concurrency;
-- edit: a code edit at each concurrency: a real source file (this one) in the prompt, and the start of the same
-  file with one name changed, so the answer repeats the prompt, as a code edit does. Where the server drafts
-  tokens (speculative decoding), its timings' draft_n and draft_n_accepted give the acceptance rate.
+- edit: a code edit at each concurrency: a real source file in the prompt (this folder's, one after another, as a
+  team edits different files), and the start of the same file with one name changed, so the answer repeats the
+  prompt, as a code edit does. Where the server drafts tokens (speculative decoding), its timings' draft_n and
+  draft_n_accepted give the acceptance rate.
 
 A failed request (context exceeded, another 4xx, a 5xx, a timeout, an error inside the stream, a short answer)
 is counted by kind, and enters the percentiles as a miss (an infinite time, shown "failed"), tokens/s and
@@ -23,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import math
 import random
+import re
 import time
 from collections import Counter
 from pathlib import Path
@@ -37,16 +39,21 @@ CHAT_TOPICS = ("a sorting algorithm", "the tides", "a unit test", "compound inte
 # Fewer than the characters per token of code in the tokenizers served here (about 3.5-4): an edit prompt cut
 # to a token count by this stays within it.
 EDIT_CHARS_PER_TOKEN = 3
-EDIT_SOURCE = Path(__file__).read_text(encoding="utf-8")
+# The edit workload's files: this folder's Python sources with a function to rename.
+EDIT_SOURCES = tuple(text for text in (path.read_text(encoding="utf-8")
+                                       for path in sorted(Path(__file__).parent.glob("*.py")))
+                     if re.search(r"^def \w+", text, re.M))
 
 
 def edit_prompt(tokens: int, index: int) -> str:
-    """A code edit of at most `tokens` tokens: this file's first lines (as many as fit), then the task (rename
-    summarize to summarize_<index>: each request its own) and the answer's first line, for the model to go on
-    with, as an IDE plugin's edit request does."""
-    source = EDIT_SOURCE.splitlines(keepends=True)
-    task = "\n# The same file, with the function summarize renamed to summarize_%d and nothing else changed:\n%s" % (
-        index, source[0])
+    """A code edit of at most `tokens` tokens: the first lines (as many as fit) of source file `index` (in turn),
+    then the task (rename its first function to <name>_<index>: each request its own) and the answer's first line,
+    for the model to go on with, as an IDE plugin's edit request does."""
+    text = EDIT_SOURCES[index % len(EDIT_SOURCES)]
+    source = text.splitlines(keepends=True)
+    name = re.search(r"^def (\w+)", text, re.M).group(1)
+    task = "\n# The same file, with the function %s renamed to %s_%d and nothing else changed:\n%s" % (
+        name, name, index, source[0])
     room = max(0, tokens * EDIT_CHARS_PER_TOKEN - len(task))
     lines, size = [], 0
     for line in source:

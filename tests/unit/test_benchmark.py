@@ -13,7 +13,8 @@ from conftest import FIXTURES, RECORDED
 from ansible_collections.v100.llm.plugins.plugin_utils.benchmark_report import (
     decode_limit, engine_rows, markdown, write)
 from ansible_collections.v100.llm.plugins.plugin_utils.load_generator import (
-    EDIT_CHARS_PER_TOKEN, against_baseline, edit_prompt, failure_kind, plan_requests, run_endpoint, summarize)
+    EDIT_CHARS_PER_TOKEN, EDIT_SOURCES, against_baseline, edit_prompt, failure_kind, plan_requests, run_endpoint,
+    summarize)
 
 API = FIXTURES / "llama-server-api"
 CONTEXT = 64  # the stub's slot: a longer prompt gets llama-server's recorded 400
@@ -187,12 +188,17 @@ def test_the_report_sets_each_stream_against_the_limit(tmp_path):
     assert not math.isnan(report["limit"]["tokens_per_s"])
 
 
-def test_an_edit_prompt_is_this_source_cut_to_fit_with_its_own_rename_and_the_answers_first_line():
-    prompt = edit_prompt(400, 3)
+def test_an_edit_prompt_is_a_source_cut_to_fit_with_its_own_rename_and_the_answers_first_line():
+    # The sources in turn: the load generator's is one of them.
+    index = next(i for i, text in enumerate(EDIT_SOURCES) if text.startswith('"""Load through a served endpoint'))
+    prompt = edit_prompt(400, index + len(EDIT_SOURCES))
     assert len(prompt) <= 400 * EDIT_CHARS_PER_TOKEN
     assert prompt.startswith('"""Load through a served endpoint')
-    assert prompt.endswith("renamed to summarize_3 and nothing else changed:\n\"\"\"Load through a served endpoint, "
-                           "measured from the client's side with the OpenAI client's async API.\n")
+    assert prompt.endswith("with the function edit_prompt renamed to edit_prompt_%d and nothing else changed:\n"
+                           "\"\"\"Load through a served endpoint, measured from the client's side with the OpenAI "
+                           "client's async API.\n" % (index + len(EDIT_SOURCES)))
+    assert len(EDIT_SOURCES) >= 6 and len({edit_prompt(400, i)[:200] for i in range(len(EDIT_SOURCES))}) == len(
+        EDIT_SOURCES)
     levels = plan_requests(dict(ENDPOINT, prompt_tokens_max=300), dict(SETTINGS, workloads=["edit"], rounds=2))
     assert [(level["workload"], level["streams"], len(level["requests"])) for level in levels] == [
         ("edit", 1, 2), ("edit", 2, 4)]

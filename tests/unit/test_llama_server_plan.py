@@ -516,19 +516,26 @@ def test_speculative_decoding_is_off_unless_asked_and_an_instance_may_choose_its
 
 @pytest.mark.parametrize("instance, settings, expected", [
     ({"speculative": "ngram"}, {}, "llama_server_instances[0] (a).speculative='ngram' is not a speculative decoding "
-     "type the role plans: use off or one of ngram-mod, ngram-simple, ngram-map-k, ngram-map-k4v, ngram-cache."),
+     "type the role plans: use off or one of ngram-mod, ngram-simple, ngram-map-k, ngram-map-k4v."),
     ({}, {"speculative": "draft-simple"}, "llama_server_speculative='draft-simple' is not a speculative decoding "
-     "type the role plans: use off or one of ngram-mod, ngram-simple, ngram-map-k, ngram-map-k4v, ngram-cache (a "
+     "type the role plans: use off or one of ngram-mod, ngram-simple, ngram-map-k, ngram-map-k4v (a "
      "draft model's memory is not planned yet; pass -md and --spec-type in extra_args, keeping room for it)."),
     ({"speculative": False}, {}, "llama_server_instances[0] (a).speculative=False is not a speculative decoding "
-     "type the role plans: use off or one of ngram-mod, ngram-simple, ngram-map-k, ngram-map-k4v, ngram-cache (YAML "
+     "type the role plans: use off or one of ngram-mod, ngram-simple, ngram-map-k, ngram-map-k4v (YAML "
      'reads an unquoted off as false: write "off").'),
     ({"speculative": "ngram-mod", "extra_args": ["--spec-type=ngram-simple"]}, {},
      "llama_server_instances[0] (a).speculative=ngram-mod and extra arguments --spec-type both choose the "
      "speculative type: keep one."),
-    ({}, {"speculative": "ngram-cache", "extra_args": ["--spec-default"]},
-     "llama_server_speculative=ngram-cache and extra arguments --spec-default both choose the speculative type: "
+    ({}, {"speculative": "ngram-map-k", "extra_args": ["--spec-default"]},
+     "llama_server_speculative=ngram-map-k and extra arguments --spec-default both choose the speculative type: "
      "keep one."),
+    ({"speculative": "ngram-cache"}, {}, "llama_server_instances[0] (a).speculative='ngram-cache' is not a "
+     "speculative decoding type the role plans: use off or one of ngram-mod, ngram-simple, ngram-map-k, "
+     "ngram-map-k4v (its per-slot cache is not reset between requests at the pinned commit, so it drafts from "
+     "earlier requests (common/speculative.cpp:2091-2116))."),
+    ({"speculative": "ngram-mod,ngram-simple"}, {}, "llama_server_instances[0] (a).speculative='ngram-mod,"
+     "ngram-simple' is not a speculative decoding type the role plans: use off or one of ngram-mod, ngram-simple, "
+     "ngram-map-k, ngram-map-k4v (one type: llama-server's comma-separated list is not planned)."),
 ])
 def test_a_speculative_type_the_role_does_not_plan_or_chosen_twice_is_refused(instance, settings, expected):
     result = plan([dict({"name": "a", "model": "qwen", "port": 8081}, **instance)], **settings)
@@ -539,20 +546,28 @@ def test_a_draft_model_through_extra_args_is_left_to_the_owner():
     result = plan([{"name": "a", "model": "qwen", "port": 8081,
                     "extra_args": ["-md", "/srv/models/draft.gguf", "--spec-type", "draft-simple"]}])
     assert result["errors"] == [] and result["instances"][0]["argv"][-2:] == ["--spec-type", "draft-simple"]
+    # benchmark.yml then has no plain command line to compare the types with.
+    assert result["instances"][0]["endpoint"]["engine"]["server_argv_speculates"] is True
+    assert plan([{"name": "a", "model": "qwen", "port": 8081, "speculative": "ngram-mod"}])["instances"][0][
+        "endpoint"]["engine"]["server_argv_speculates"] is False
 
 
 def test_a_memory_refusal_names_the_instances_own_settings():
     """gpu_memory_plan's remedies (memory/plan.py) name context_per_slot, slots and gpu_count."""
-    instance = plan([{"name": "a", "model": "qwen", "port": 1, "ctx_size": 65536, "parallel": 2}])["instances"][0]
+    instance = plan([{"name": "a", "model": "qwen", "port": 1, "ctx_size": 65000, "parallel": 2}])["instances"][0]
+    assert instance["memory_plan"]["context_per_slot"] == 32512  # 65000 padded to 65024 cells, halved
     message = memory_refusal(
         "memory_plans=llama_server_instances a (qwen) does not fit: needs 36735 MiB per GPU (...). Lower "
-        "context_per_slot to 24832 (from 32768); or lower slots to 1 (from 2); or set kv_cache_type=q8_0 (KV cache "
+        "context_per_slot to 24832 (from 32512); or lower slots to 1 (from 2); or set kv_cache_type=q8_0 (KV cache "
         "16384 -> 8704 MiB per GPU); or add GPUs: gpu_count=2 (each then needs 19629 MiB)", instance)
+    # Without a unified cache the cells are ctx_size whatever parallel is: one slot fewer frees memory only with
+    # ctx_size lowered too.
     assert message == (
         "llama_server_instances a (qwen) does not fit: needs 36735 MiB per GPU (...). Lower its ctx_size to 49664 "
-        "(24832 tokens a slot, from 65536); or lower its parallel to 1 (from 2); or set its kv_cache_type=q8_0 (KV "
-        "cache 16384 -> 8704 MiB per GPU); or give it 2 GPUs (its gpus) (each then needs 19629 MiB)")
+        "(24832 tokens a slot, from 65000); or lower its parallel to 1 and its ctx_size to 32512 (from 2 and 65000); "
+        "or set its kv_cache_type=q8_0 (KV cache 16384 -> 8704 MiB per GPU); or give it 2 GPUs (its gpus) (each "
+        "then needs 19629 MiB)")
     unified = plan([{"name": "u", "model": "qwen", "port": 1, "ctx_size": 65536, "parallel": 2,
                      "kv_unified": True}])["instances"][0]
-    assert "Lower its ctx_size to 24832 (from 32768)" in memory_refusal(
-        "Lower context_per_slot to 24832 (from 32768)", unified)
+    assert "Lower its ctx_size to 24832 (from 65536)" in memory_refusal(
+        "Lower context_per_slot to 24832 (from 65536)", unified)

@@ -81,10 +81,21 @@ PROMPT_CACHE_OFF_REASON = ("prompt cache off (--cache-ram 0): saving a long prom
 # logits of the drafted tokens the server verifies, at most n_parallel x (n_max + 1) rows capped at the
 # batch (common_speculative_get_output_limits, speculative.cpp:2586). The draft-model types (draft-simple,
 # draft-mtp, draft-eagle3, ...) load a second model that the memory plan does not count: not planned here.
-SPECULATIVE_TYPES = ("ngram-mod", "ngram-simple", "ngram-map-k", "ngram-map-k4v", "ngram-cache")
+# Nor ngram-cache: its per-slot cache is never reset between requests (begin() does nothing and cache_size only
+# grows, speculative.cpp:2091-2116), so a new request is not indexed until it outgrows the slot's longest earlier
+# one, and drafts from earlier requests meanwhile.
+SPECULATIVE_TYPES = ("ngram-mod", "ngram-simple", "ngram-map-k", "ngram-map-k4v")
+NOT_PLANNED_TYPES = {
+    "ngram-cache": "its per-slot cache is not reset between requests at the pinned commit, so it drafts from "
+                   "earlier requests (common/speculative.cpp:2091-2116)",
+    "none": "it is off: write off",
+}
 SPECULATIVE_OFF = "off"
 # Flags that choose or preset the speculative type, which `speculative` sets.
 SPECULATIVE_FLAGS = ("--spec-type", "--spec-default")
+# And a draft model, which makes llama-server speculate too (common/arg.cpp:567-572, 3975, 4241 at 0c1e570).
+DRAFT_MODEL_FLAGS = ("-md", "--spec-draft-model", "--model-draft", "-hfd", "-hfrd", "--spec-draft-hf",
+                     "--hf-repo-draft")
 # Bytes per element, to size the memory plan by the larger of the K and V caches.
 KV_CACHE_RANK = {"f32": 4.0, "f16": 2.0, "bf16": 2.0, "q8_0": 34 / 32, "q5_1": 24 / 32, "q5_0": 22 / 32,
                  "q4_1": 20 / 32, "q4_0": 18 / 32, "iq4_nl": 18 / 32}
@@ -275,11 +286,12 @@ def _speculative_errors(where: str, instance: Mapping[str, Any], settings: Mappi
     label, value = _setting(where, instance, settings, "speculative")
     if value != SPECULATIVE_OFF and value not in SPECULATIVE_TYPES:
         drafted = isinstance(value, str) and value.startswith("draft-")
+        why = " (a draft model's memory is not planned yet; pass -md and --spec-type in extra_args, keeping room " \
+            "for it)" if drafted else ' (YAML reads an unquoted off as false: write "off")' if value is False \
+            else " (%s)" % NOT_PLANNED_TYPES[value] if value in NOT_PLANNED_TYPES \
+            else " (one type: llama-server's comma-separated list is not planned)" if "," in str(value) else ""
         return ["%s=%r is not a speculative decoding type the role plans: use off or one of %s%s." % (
-            label, value, ", ".join(SPECULATIVE_TYPES),
-            " (a draft model's memory is not planned yet; pass -md and --spec-type in extra_args, keeping room "
-            "for it)" if drafted else ' (YAML reads an unquoted off as false: write "off")' if value is False
-            else "")]
+            label, value, ", ".join(SPECULATIVE_TYPES), why)]
     extra = instance.get("extra_args") if isinstance(instance.get("extra_args"), list) else []
     given = [str(arg).split("=", 1)[0] for arg in list(settings["extra_args"]) + extra
              if str(arg).split("=", 1)[0] in SPECULATIVE_FLAGS]
@@ -726,15 +738,18 @@ def instance_commands(planned: Mapping[str, Any], sized: Sequence[Mapping[str, A
         else:
             ctx_size, parallel = sizing["ctx_size"], sizing["parallel"]
         cache = plan["launch"]["prompt_cache_mib"]
-        # benchmark.yml compares plain decoding with each speculative type it is given on this command line.
+        # benchmark.yml compares plain decoding with each speculative type it is given on this command line,
+        # unless its extra arguments speculate already (LLAMA_ARG_* in its environment is refused).
         plain = _argv(dict(plan["launch"], speculative=SPECULATIVE_OFF), ctx_size, parallel)
+        speculates = any(str(arg).split("=", 1)[0] in SPECULATIVE_FLAGS + DRAFT_MODEL_FLAGS for arg in plain)
         instances.append(dict(plan, ctx_size=ctx_size, parallel=parallel, slot_choice=chosen.get("choice", ""),
                               prompt_cache=PROMPT_CACHE_OFF_REASON if cache == 0 else
                               "prompt cache %s (--cache-ram %d)" % ("unlimited" if cache < 0 else "%d MiB" % cache,
                                                                     cache),
                               argv=_argv(plan["launch"], ctx_size, parallel),
                               endpoint=dict(plan["endpoint"], engine=dict(plan["endpoint"]["engine"],
-                                                                          server_argv=plain))))
+                                                                          server_argv=plain,
+                                                                          server_argv_speculates=speculates))))
     return {"instances": instances if not errors else [], "errors": errors}
 
 
@@ -742,24 +757,30 @@ def memory_refusal(message: str, plan: Mapping[str, Any]) -> str:
     """gpu_memory_plan's refusal of an instance's memory plan, in the instance's own terms: its remedies name
     context_per_slot, slots and gpu_count, which the instance sets as ctx_size, parallel and gpus."""
     spec = plan["memory_plan"]
-    # A unified cache is one stream of ctx_size cells; else each slot has ctx_size / parallel.
+    # A unified cache is one stream of ctx_size cells; else each of parallel slots has ctx_size / parallel.
     slots = 1 if spec.get("kv_unified") or "slots" not in spec else int(spec["slots"])
-    where = "its %s"
+    ctx_size = plan["sizing"].get("ctx_size")  # the owner's number (none for an auto size)
 
     def context(match: "re.Match[str]") -> str:
         each = "" if slots == 1 else "%s tokens a slot, " % match.group(2)
-        return "%sower %s to %d (%sfrom %d)" % (match.group(1), where % "ctx_size", int(match.group(2)) * slots,
-                                                each, int(match.group(3)) * slots)
+        return "%sower its ctx_size to %d (%sfrom %s)" % (match.group(1), int(match.group(2)) * slots, each,
+                                                          ctx_size or int(match.group(3)) * slots)
+
+    def fewer(match: "re.Match[str]") -> str:
+        # Without a unified cache there are ctx_size cells whatever parallel is: fewer slots free memory only
+        # with ctx_size lowered with them, each keeping its tokens.
+        if not spec.get("context_per_slot"):
+            return "%sower its parallel to %s (from %s)" % match.groups()
+        return "%sower its parallel to %s and its ctx_size to %d (from %s and %s)" % (
+            match.group(1), match.group(2), int(match.group(2)) * int(spec["context_per_slot"]), match.group(3),
+            ctx_size or int(match.group(3)) * int(spec["context_per_slot"]))
 
     message = re.sub(r"([Ll])ower context_per_slot to (\d+) \(from (\d+)\)", context, message.replace(
         "memory_plans=", "", 1))
-    message = re.sub(r"([Ll])ower slots to (\d+) \(from (\d+)\)",
-                     lambda m: "%sower %s to %s (from %s)" % (m.group(1), where % "parallel", m.group(2),
-                                                              m.group(3)), message)
-    message = re.sub(r"([Ss])et kv_cache_type=", lambda m: "%set %s=" % (m.group(1), where % "kv_cache_type"),
-                     message)
-    return re.sub(r"([Aa])dd GPUs: gpu_count=(\d+)", lambda m: "%sive it %s GPUs (%s)" % (
-        "G" if m.group(1) == "A" else "g", m.group(2), where % "gpus"), message)
+    message = re.sub(r"([Ll])ower slots to (\d+) \(from (\d+)\)", fewer, message)
+    message = re.sub(r"([Ss])et kv_cache_type=", lambda m: "%set its kv_cache_type=" % m.group(1), message)
+    return re.sub(r"([Aa])dd GPUs: gpu_count=(\d+)", lambda m: "%sive it %s GPUs (its gpus)" % (
+        "G" if m.group(1) == "A" else "g", m.group(2)), message)
 
 
 def unfetched_models(planned: Mapping[str, Any], models_files: Mapping[str, Mapping[str, Any]]) -> List[str]:
