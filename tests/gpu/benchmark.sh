@@ -43,17 +43,7 @@ start=$(date +%s)
 env "${environment[@]}" "${argv[@]}" > /tmp/bench-server.log 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null' EXIT
-python3 - <<'PY' || { tail -30 /tmp/bench-server.log; exit 1; }
-import time, urllib.request
-for _ in range(600):
-    try:
-        urllib.request.urlopen("http://127.0.0.1:8081/health", timeout=5).close()
-        break
-    except OSError:
-        time.sleep(0.5)
-else:
-    raise SystemExit("llama-server did not answer /health within 300 s")
-PY
+python3 tests/gpu/wait_health.py http://127.0.0.1:8081/health || { tail -30 /tmp/bench-server.log; exit 1; }
 echo "llama-server up in $(( $(date +%s) - start ))s: ${argv[*]}"
 
 # e. The benchmark playbook.

@@ -50,17 +50,8 @@ argv = engine["server_argv"] + (["--spec-type", sys.argv[2]] if sys.argv[2] != "
 sys.stdout.write("".join(word + "\0" for word in argv))' "$out/llama-server-plan.json" "$type")
   env "${environment[@]}" "${argv[@]}" > "/tmp/spec-server-$type.log" 2>&1 &
   server=$!
-  python3 - <<'PY' || { tail -30 "/tmp/spec-server-$type.log"; kill $server; exit 1; }
-import time, urllib.request
-for _ in range(600):
-    try:
-        urllib.request.urlopen("http://127.0.0.1:8081/health", timeout=5).close()
-        break
-    except OSError:
-        time.sleep(0.5)
-else:
-    raise SystemExit("llama-server did not answer /health within 300 s")
-PY
+  python3 tests/gpu/wait_health.py http://127.0.0.1:8081/health \
+    || { tail -30 "/tmp/spec-server-$type.log"; kill $server; exit 1; }
   start=$(date +%s)
   ansible-playbook -i localhost, -c local playbooks/benchmark.yml --skip-tags benchmark_engine \
     -e @/tmp/spec-vars.yml -e ansible_become=false -e llama_cpp_source_file="$PWD/.devcarry/llama.cpp-0c1e570.tar.gz" \
