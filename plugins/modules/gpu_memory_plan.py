@@ -178,6 +178,24 @@ options:
         description: Whether llama.cpp runs with C(--swa-full) (sliding-window layers keep the whole context).
         type: bool
         default: false
+      draft:
+        description:
+          - Speculative decoding's second context (llama_server's C(speculative)), sized for the same cells as
+            the model's. Needs O(memory_plans[].gguf_path).
+          - A draft model (C(gguf_path)) adds its weights, its f16 KV cache and its compute buffer. Before that,
+            its tokenizer is compared with the model's from both headers, as llama-server compares them when it
+            starts; a draft it would refuse is refused here.
+          - An MTP head (C(mtp)) adds an f16 KV cache for the model's nextn layers and a compute buffer; a model
+            without nextn layers is refused.
+        type: dict
+        suboptions:
+          gguf_path:
+            description: The draft model's GGUF file (part 1 of a split set).
+            type: path
+          mtp:
+            description: Draft with the model's own multi-token prediction layers.
+            type: bool
+            default: false
       overhead_mib:
         description: Per-GPU CUDA context, cuBLAS workspace and memory pool.
         type: int
@@ -190,7 +208,8 @@ attributes:
   check_mode:
     support: full
 notes:
-  - Read-only. The only file it reads is O(memory_plans[].gguf_path) (header and size only).
+  - Read-only. The only files it reads are O(memory_plans[].gguf_path) and O(memory_plans[].draft.gguf_path)
+    (header and size only).
 author:
   - V100 LLM host toolkit
 """
@@ -249,6 +268,8 @@ from ansible_collections.v100.llm.plugins.module_utils.memory.plan import (
     DEFAULT_SLOT_CONTEXT_MAX,
     DEFAULT_SLOT_CONTEXT_MIN,
     DEFAULT_SLOTS_MAX,
+    draft_model_read,
+    mtp_read,
     shape_from_gguf,
 )
 from ansible_collections.v100.llm.plugins.module_utils.memory.sizing import size_plans
@@ -289,6 +310,8 @@ MEMORY_PLAN_SPEC = dict(
     swa_full=dict(type="bool", default=False),
     tensor_split=dict(type="list", elements="float"),
     split_mode=dict(type="str", default="layer", choices=["layer", "tensor"]),
+    draft=dict(type="dict", options=dict(gguf_path=dict(type="path"), mtp=dict(type="bool", default=False)),
+               required_one_of=[("gguf_path", "mtp")], mutually_exclusive=[("gguf_path", "mtp")]),
     overhead_mib=dict(type="int", default=DEFAULT_OVERHEAD_MIB),
     safety_margin_mib=dict(type="int", default=DEFAULT_SAFETY_MARGIN_MIB),
 )
@@ -306,23 +329,38 @@ ARGUMENT_SPEC = dict(
 
 
 def read_shapes(specs):
-    """Each plan with its model's shape and weights read from gguf_path (or why not)."""
+    """Each plan with its model's shape and weights read from gguf_path (or why not), and its draft's."""
     plans = []
     for spec in specs:
-        plan = dict(spec, shape=None, weights_bytes=None, missing=False, unreadable="")
-        path = spec["gguf_path"]
+        plan = dict(spec, shape=None, weights_bytes=None, missing=False, unreadable="", draft_read=None)
+        path, draft = spec["gguf_path"], spec["draft"] or {}
         if path and not os.path.exists(path):
             plan["missing"] = True
         elif path:
             try:
-                gguf = read_gguf_metadata(path, max_array_items=0)
+                gguf = read_gguf_metadata(path, max_array_items=0, token_digests=bool(draft.get("gguf_path")))
                 plan["shape"] = shape_from_gguf(gguf)
-                # A split set's weights are in all its parts.
-                plan["weights_bytes"] = sum(os.path.getsize(part) for part in split_paths(path, gguf))
+                plan["weights_bytes"] = weights_bytes(path, gguf)
+                plan["draft_read"] = read_draft(gguf, path, draft) if draft else None
             except (GGUFError, ValueError, OSError) as error:
                 plan["unreadable"] = str(error)
         plans.append(plan)
     return plans
+
+
+def weights_bytes(path, gguf):
+    """A split set's weights are in all its parts."""
+    return sum(os.path.getsize(part) for part in split_paths(path, gguf))
+
+
+def read_draft(target_gguf, target_path, draft):
+    if draft["mtp"]:
+        return mtp_read(target_gguf, target_path)
+    path = draft["gguf_path"]
+    if not os.path.exists(path):
+        return {"missing": True, "path": path}
+    gguf = read_gguf_metadata(path, max_array_items=0, token_digests=True)
+    return draft_model_read(target_gguf, gguf, path, weights_bytes(path, gguf))
 
 
 def main():

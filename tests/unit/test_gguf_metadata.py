@@ -13,10 +13,12 @@ import pytest
 
 from ansible_collections.v100.llm.plugins.module_utils.models.gguf import (
     GGUFError,
+    draft_vocab_refusal,
     model_summary,
     quantization_name,
     read_gguf_metadata,
     split_paths,
+    tokenizer_summary,
 )
 from conftest import FIXTURES
 
@@ -339,3 +341,35 @@ def test_a_split_count_without_split_no_is_refused_as_llama_cpp_does():
     gguf = read_gguf_metadata(io.BytesIO(build_gguf(llama_kvs() + [("split.count", "u16", 2)])))
     with pytest.raises(GGUFError, match="has no split.no, which llama.cpp requires"):
         split_paths("/m/Q-00001-of-00002.gguf", gguf)
+
+
+def _tokenizer(tokens, **keys):
+    kvs = [("general.architecture", "str", "llama"), ("tokenizer.ggml.model", "str", "gpt2"),
+           ("tokenizer.ggml.tokens", ("array", "str"), tokens)]
+    kvs += [("tokenizer.ggml.%s" % key, "bool" if key.startswith("add_") else "u32", value)
+            for key, value in keys.items()]
+    return tokenizer_summary(read_gguf_metadata(io.BytesIO(build_gguf(kvs)), token_digests=True))
+
+
+def test_a_draft_vocabulary_is_compared_as_llama_cpp_compares_it():
+    """common_speculative_are_compatible (common/speculative.cpp:67-127 at 0c1e57098)."""
+    tokens = ["t%d" % position for position in range(300)]
+    target = _tokenizer(tokens, add_bos_token=True, bos_token_id=1, eos_token_id=2)
+    assert target["tokens"] == 300 and sorted(target["digests"]) == list(range(172, 301))
+    # Up to 128 tokens fewer or more, the same texts from id 5: the smaller vocabulary's digest is compared.
+    assert draft_vocab_refusal(target, _tokenizer(tokens[:172], add_bos_token=True, bos_token_id=1)) is None
+    assert draft_vocab_refusal(target, _tokenizer(tokens + ["x"] * 128)) is None
+    # Ids 0-4 (control tokens) are not compared.
+    assert draft_vocab_refusal(target, _tokenizer(["other"] + tokens[1:])) is None
+    assert draft_vocab_refusal(target, _tokenizer(tokens[:171])) == (
+        "its vocabulary has 171 tokens, the model's 300: more than 128 apart")
+    assert draft_vocab_refusal(target, _tokenizer(tokens[:5] + ["other"] + tokens[6:])) == (
+        "the texts of its tokens 5 to 299 differ from the model's")
+    assert draft_vocab_refusal(target, _tokenizer(tokens, add_bos_token=False)) == (
+        "it does not add a BOS token and the model adds (tokenizer.ggml.add_bos_token)")
+    assert draft_vocab_refusal(target, _tokenizer(tokens, add_bos_token=True, bos_token_id=0)) == (
+        "its BOS token is 0, the model's 1 (tokenizer.ggml.bos_token_id)")
+    # The EOS id counts only where a model adds one.
+    assert draft_vocab_refusal(target, _tokenizer(tokens, eos_token_id=7)) is None
+    # A header that leaves a setting to llama.cpp's defaults is not refused on it: llama-server checks it.
+    assert draft_vocab_refusal(target, _tokenizer(tokens)) is None

@@ -329,3 +329,79 @@ def test_without_gpus_an_auto_plan_takes_llama_servers_own_count(capsys):
     code, result = run(capsys, module_args(gpus=[], memory_plans=[plan]))
     assert code == 0, result
     assert result["memory_plans"][0]["chosen_slots"] == 4
+
+
+def smollm2_tokenizer_kvs(change=None):
+    """The real SmolLM2 tokenizer keys, its 49152 token texts with `change` ({id: text}) applied."""
+    from ansible_collections.v100.llm.plugins.module_utils.models.gguf import read_gguf_metadata
+    metadata = read_gguf_metadata(str(SMOLLM2_PREFIX), max_array_items=60000)["metadata"]
+    tokens = list(metadata["tokenizer.ggml.tokens"])
+    for position, text in (change or {}).items():
+        tokens[position] = text
+    return [("tokenizer.ggml.model", "str", "gpt2"), ("tokenizer.ggml.pre", "str", "smollm"),
+            ("tokenizer.ggml.tokens", ("array", "str"), tokens),
+            ("tokenizer.ggml.bos_token_id", "u32", metadata["tokenizer.ggml.bos_token_id"]),
+            ("tokenizer.ggml.eos_token_id", "u32", metadata["tokenizer.ggml.eos_token_id"]),
+            ("tokenizer.ggml.add_bos_token", "bool", False)]
+
+
+def test_a_draft_model_adds_its_weights_kv_cache_and_compute_buffer(capsys):
+    """SmolLM2 drafting for itself: the draft context has the target's cells (common/speculative.cpp:2530)."""
+    plan = {"name": "smollm2", "gguf_path": str(SMOLLM2_PREFIX), "context_per_slot": 2048, "slots": 4}
+    code, alone = run(capsys, module_args(memory_plans=[plan]))
+    code, drafted = run(capsys, module_args(memory_plans=[dict(plan, draft={"gguf_path": str(SMOLLM2_PREFIX)})]))
+    assert code == 0, drafted
+    alone, drafted = alone["memory_plans"][0], drafted["memory_plans"][0]
+    weights_mib = -(-SMOLLM2_PREFIX.stat().st_size // 1048576)
+    assert drafted["draft_kv_cache_mib"] == alone["kv_cache_mib"] == 180
+    assert drafted["draft_mib"] == weights_mib + 180 + alone["compute_buffer_mib"]
+    assert drafted["required_mib"] == alone["required_mib"] + drafted["draft_mib"]
+    assert drafted["draft"] == "draft model SmolLM2-135M-Instruct.Q4_1.gguf-metadata-prefix"
+    assert "+ draft model SmolLM2-135M-Instruct.Q4_1.gguf-metadata-prefix %d (KV cache 180) +" % (
+        drafted["draft_mib"]) in drafted["message"]
+
+
+@pytest.mark.parametrize("draft_kvs, why", [
+    (llama_kvs(**{"tokenizer.ggml.model": ("str", "llama")}),
+     "its vocabulary type is SPM (tokenizer.ggml.model llama), the model's BPE (gpt2)"),
+    (llama_kvs() + smollm2_tokenizer_kvs({100: "changed"}),
+     "the texts of its tokens 5 to 49151 differ from the model's"),
+])
+def test_a_draft_model_llama_server_would_refuse_is_refused_from_both_headers(capsys, tmp_path, draft_kvs, why):
+    draft = tmp_path / "draft.gguf"
+    draft.write_bytes(build_gguf(draft_kvs))
+    plan = {"name": "smollm2", "gguf_path": str(SMOLLM2_PREFIX), "context_per_slot": 2048,
+            "draft": {"gguf_path": str(draft)}}
+    code, result = run(capsys, module_args(memory_plans=[plan]))
+    assert code == 1
+    assert "- memory_plans=smollm2 cannot draft with %s: %s, and llama-server refuses such a draft model" % (
+        draft, why) in result["msg"]
+    assert "Draft with a smaller model of the same family" in result["msg"]
+
+
+def test_a_draft_model_with_the_same_tokens_drafts(capsys, tmp_path):
+    draft = tmp_path / "draft.gguf"
+    draft.write_bytes(build_gguf(llama_kvs() + smollm2_tokenizer_kvs({2: "a control token, not compared"})))
+    plan = {"name": "smollm2", "gguf_path": str(SMOLLM2_PREFIX), "context_per_slot": 2048,
+            "draft": {"gguf_path": str(draft)}}
+    code, result = run(capsys, module_args(memory_plans=[plan]))
+    assert code == 0, result["msg"]
+    # The draft's own shape: 64 layers x 8 KV heads x 128 of llama_kvs, f16, 2048 cells.
+    assert result["memory_plans"][0]["draft_kv_cache_mib"] == 2 * 64 * 8 * 128 * 2048 * 2 // 1048576
+
+
+def test_mtp_needs_the_models_nextn_layers_and_counts_their_kv_cache(capsys, tmp_path):
+    plan = {"name": "smollm2", "gguf_path": str(SMOLLM2_PREFIX), "context_per_slot": 2048, "draft": {"mtp": True}}
+    code, result = run(capsys, module_args(memory_plans=[plan]))
+    assert code == 1
+    assert "- memory_plans=smollm2 cannot use draft-mtp: %s has no multi-token prediction layers " \
+           "(llama.nextn_predict_layers is absent or 0)" % SMOLLM2_PREFIX in result["msg"]
+    model = tmp_path / "mtp.gguf"
+    model.write_bytes(build_gguf(llama_kvs(**{"llama.nextn_predict_layers": ("u32", 1)})))
+    code, result = run(capsys, module_args(memory_plans=[dict(plan, gguf_path=str(model))]))
+    assert code == 0, result["msg"]
+    sized = result["memory_plans"][0]
+    # One nextn layer of 8 KV heads x 128, f16, 2048 cells; its weights are the model's.
+    assert sized["draft_kv_cache_mib"] == 2 * 1 * 8 * 128 * 2048 * 2 // 1048576
+    assert sized["draft"] == "MTP head (1 layer)"
+    assert sized["draft_mib"] == sized["draft_kv_cache_mib"] + sized["compute_buffer_mib"]

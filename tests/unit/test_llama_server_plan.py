@@ -18,6 +18,7 @@ from ansible_collections.v100.llm.plugins.module_utils.llama.server_plan import 
 from sample_llama_server import llama_server_settings, planned
 
 MODELS = {"qwen": {"path": "/srv/models/qwen.gguf", "sha256": "a" * 64},
+          "small": {"path": "/srv/models/small.gguf", "sha256": "b" * 64},
           "qwen-folder": {"path": "/srv/models/qwen-folder", "sha256": "", "folder": True}}
 
 
@@ -151,7 +152,7 @@ def test_listening_beyond_loopback_needs_a_key():
     ({"name": "A", "model": "qwen", "port": 1}, "is not an instance name"),
     ({"name": "a-health", "model": "qwen", "port": 1}, "not ending in -health"),
     ({"name": "a", "model": "qwen", "port": 70000}, "is not a TCP port"),
-    ({"name": "a", "model": "mistral", "port": 1}, "(known: qwen)"),
+    ({"name": "a", "model": "mistral", "port": 1}, "(known: qwen, small)"),
     ({"name": "a", "model": "qwen-folder", "port": 1}, "is a Hugging Face model folder (for vllm_server_model)"),
     ({"name": "a", "model": "qwen", "port": 1, "gpus": [2]}, "it has 2 (indexes 0-1)"),
     ({"name": "a", "model": "qwen", "port": 1, "gpus": [0, 0]}, "distinct GPU indexes"),
@@ -516,13 +517,29 @@ def test_speculative_decoding_is_off_unless_asked_and_an_instance_may_choose_its
 
 @pytest.mark.parametrize("instance, settings, expected", [
     ({"speculative": "ngram"}, {}, "llama_server_instances[0] (a).speculative='ngram' is not a speculative decoding "
-     "type the role plans: use off or one of ngram-mod, ngram-simple, ngram-map-k, ngram-map-k4v."),
+     "type the role plans: use off, one of ngram-mod, ngram-simple, ngram-map-k, ngram-map-k4v, draft-mtp, or "
+     "{draft: <models_list name>}."),
     ({}, {"speculative": "draft-simple"}, "llama_server_speculative='draft-simple' is not a speculative decoding "
-     "type the role plans: use off or one of ngram-mod, ngram-simple, ngram-map-k, ngram-map-k4v (a "
-     "draft model's memory is not planned yet; pass -md and --spec-type in extra_args, keeping room for it)."),
+     "type the role plans: use off, one of ngram-mod, ngram-simple, ngram-map-k, ngram-map-k4v, draft-mtp, or "
+     "{draft: <models_list name>} (a draft model is given as {draft: <models_list name>}, which the memory plan "
+     "then counts)."),
+    ({"speculative": "draft-eagle3"}, {}, "llama_server_instances[0] (a).speculative='draft-eagle3' is not a "
+     "speculative decoding type the role plans: use off, one of ngram-mod, ngram-simple, ngram-map-k, "
+     "ngram-map-k4v, draft-mtp, or {draft: <models_list name>} (its converted draft heads are not planned)."),
+    ({"speculative": {"draft": "nowhere"}}, {}, "llama_server_instances[0] (a).speculative.draft='nowhere' is "
+     "neither a models_list name of a .gguf file (known: qwen, small) nor an absolute path to one."),
+    ({"speculative": {"draft": "small", "n_max": 8}}, {}, "llama_server_instances[0] (a).speculative={'draft': "
+     "'small', 'n_max': 8} is not a draft model setting: give {draft: <models_list name>} and nothing else (more "
+     "drafted tokens: --spec-draft-n-max in extra_args)."),
+    ({"speculative": {"draft": "small"}, "extra_args": ["-md", "/srv/other.gguf"]}, {},
+     "llama_server_instances[0] (a).speculative={'draft': 'small'} and extra arguments -md both choose the "
+     "speculative type: keep one."),
+    ({"speculative": "draft-mtp", "extra_args": ["--spec-draft-model=/srv/other.gguf"]}, {},
+     "llama_server_instances[0] (a).speculative=draft-mtp and extra arguments --spec-draft-model both choose the "
+     "speculative type: keep one."),
     ({"speculative": False}, {}, "llama_server_instances[0] (a).speculative=False is not a speculative decoding "
-     "type the role plans: use off or one of ngram-mod, ngram-simple, ngram-map-k, ngram-map-k4v (YAML "
-     'reads an unquoted off as false: write "off").'),
+     "type the role plans: use off, one of ngram-mod, ngram-simple, ngram-map-k, ngram-map-k4v, draft-mtp, or "
+     '{draft: <models_list name>} (YAML reads an unquoted off as false: write "off").'),
     ({"speculative": "ngram-mod", "extra_args": ["--spec-type=ngram-simple"]}, {},
      "llama_server_instances[0] (a).speculative=ngram-mod and extra arguments --spec-type both choose the "
      "speculative type: keep one."),
@@ -530,16 +547,41 @@ def test_speculative_decoding_is_off_unless_asked_and_an_instance_may_choose_its
      "llama_server_speculative=ngram-map-k and extra arguments --spec-default both choose the speculative type: "
      "keep one."),
     ({"speculative": "ngram-cache"}, {}, "llama_server_instances[0] (a).speculative='ngram-cache' is not a "
-     "speculative decoding type the role plans: use off or one of ngram-mod, ngram-simple, ngram-map-k, "
-     "ngram-map-k4v (its per-slot cache is not reset between requests at the pinned commit, so it drafts from "
+     "speculative decoding type the role plans: use off, one of ngram-mod, ngram-simple, ngram-map-k, "
+     "ngram-map-k4v, draft-mtp, or {draft: <models_list name>} (its per-slot cache is not reset between requests at the pinned commit, so it drafts from "
      "earlier requests (common/speculative.cpp:2091-2116))."),
     ({"speculative": "ngram-mod,ngram-simple"}, {}, "llama_server_instances[0] (a).speculative='ngram-mod,"
-     "ngram-simple' is not a speculative decoding type the role plans: use off or one of ngram-mod, ngram-simple, "
-     "ngram-map-k, ngram-map-k4v (one type: llama-server's comma-separated list is not planned)."),
+     "ngram-simple' is not a speculative decoding type the role plans: use off, one of ngram-mod, ngram-simple, "
+     "ngram-map-k, ngram-map-k4v, draft-mtp, or {draft: <models_list name>} (one type: llama-server's comma-separated list is not planned)."),
 ])
 def test_a_speculative_type_the_role_does_not_plan_or_chosen_twice_is_refused(instance, settings, expected):
     result = plan([dict({"name": "a", "model": "qwen", "port": 8081}, **instance)], **settings)
     assert result["errors"] == [expected]
+
+
+def test_a_draft_model_is_planned_from_models_list_and_mtp_from_the_model():
+    """--spec-draft-model, --spec-draft-ngl and --spec-type draft-simple/draft-mtp at common/arg.cpp:4222-4249
+    (0c1e570); -md alone does not draft (common/arg.cpp:566-572)."""
+    drafted, mtp = plan([
+        {"name": "a", "model": "qwen", "port": 8081, "gpus": [0], "speculative": {"draft": "small"}},
+        {"name": "b", "model": "qwen", "port": 8082, "gpus": [1], "speculative": "draft-mtp"}])["instances"]
+    start = drafted["argv"].index("--spec-type")
+    assert drafted["argv"][start:start + 6] == ["--spec-type", "draft-simple", "--spec-draft-model",
+                                                "/srv/models/small.gguf", "--spec-draft-ngl", "all"]
+    assert drafted["memory_plan"]["draft"] == {"gguf_path": "/srv/models/small.gguf"}
+    # A changed draft file restarts the server, as a changed model does.
+    assert "/srv/models/small.gguf" in drafted["inputs"]
+    assert mtp["argv"][mtp["argv"].index("--spec-type") + 1] == "draft-mtp"
+    assert mtp["memory_plan"]["draft"] == {"mtp": True}
+    # benchmark.yml's plain command line has neither.
+    assert not {"--spec-type", "--spec-draft-model"} & set(drafted["endpoint"]["engine"]["server_argv"])
+    # On the CPU nothing is offloaded, the draft's layers neither.
+    cpu = plan([{"name": "a", "model": "qwen", "port": 8081, "speculative": {"draft": "/srv/d.gguf"}}],
+               backend="cpu")["instances"][0]
+    assert "--spec-draft-ngl" not in cpu["argv"] and "/srv/d.gguf" in cpu["argv"]
+    # A draft model not fetched as its stamp says keeps the server from starting on it, as the model's does.
+    assert unfetched_models(plan([{"name": "a", "model": "qwen", "port": 1, "speculative": {"draft": "small"}}]),
+                            {"qwen": {"verified": True}, "small": {"verified": False}}) == ["a"]
 
 
 def test_a_draft_model_through_extra_args_is_left_to_the_owner():

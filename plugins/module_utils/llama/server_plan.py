@@ -75,17 +75,22 @@ ROLE_FLAGS = {
 # stall; so the role turns it off unless asked.
 PROMPT_CACHE_OFF_REASON = ("prompt cache off (--cache-ram 0): saving a long prompt's state to host RAM when its "
                            "slot is reused stalled other requests for seconds (llama_server_prompt_cache_mib)")
-# Self-speculative decoding (--spec-type, common/speculative.cpp's type names at 0c1e57098): each drafts from
-# n-grams of the slot's own context and needs no second model. Their state is in host RAM (ngram-mod: one
-# table of 4M int32 entries that all slots share, speculative.cpp:1876); GPU memory grows only by the
-# logits of the drafted tokens the server verifies, at most n_parallel x (n_max + 1) rows capped at the
-# batch (common_speculative_get_output_limits, speculative.cpp:2586). The draft-model types (draft-simple,
-# draft-mtp, draft-eagle3, ...) load a second model that the memory plan does not count: not planned here.
-# Nor ngram-cache: its per-slot cache is never reset between requests (begin() does nothing and cache_size only
-# grows, speculative.cpp:2091-2116), so a new request is not indexed until it outgrows the slot's longest earlier
-# one, and drafts from earlier requests meanwhile.
-SPECULATIVE_TYPES = ("ngram-mod", "ngram-simple", "ngram-map-k", "ngram-map-k4v")
+# Speculative decoding (--spec-type, common/speculative.cpp's type names at 0c1e57098). The n-gram types draft
+# from n-grams of the slot's own context and need no second model. Their state is in host RAM (ngram-mod: one
+# table of 4M int32 entries that all slots share, speculative.cpp:1876); GPU memory grows only by the logits of
+# the drafted tokens the server verifies, at most n_parallel x (n_max + 1) rows capped at the batch
+# (common_speculative_get_output_limits, speculative.cpp:2586). A draft model (`speculative: {draft: NAME}`,
+# draft-simple) and the model's own MTP layers (draft-mtp) need a second context, which the memory plan counts
+# (memory/plan.py DraftModel). A draft model is passed with --spec-type draft-simple: with -md alone llama-server
+# infers a type only from a draft GGUF with MTP layers and otherwise loads the draft without drafting
+# (common/arg.cpp:566-572, speculative.cpp:2620-2622). Eagle3, DFlash and DSpark need their own converted heads
+# and are not planned. Nor ngram-cache: its per-slot cache is never reset between requests (begin() does nothing
+# and cache_size only grows, speculative.cpp:2091-2116), so a new request is not indexed until it outgrows the
+# slot's longest earlier one, and drafts from earlier requests meanwhile.
+SPECULATIVE_TYPES = ("ngram-mod", "ngram-simple", "ngram-map-k", "ngram-map-k4v", "draft-mtp")
+DRAFT_MODEL_TYPE = "draft-simple"
 NOT_PLANNED_TYPES = {
+    DRAFT_MODEL_TYPE: "a draft model is given as {draft: <models_list name>}, which the memory plan then counts",
     "ngram-cache": "its per-slot cache is not reset between requests at the pinned commit, so it drafts from "
                    "earlier requests (common/speculative.cpp:2091-2116)",
     "none": "it is off: write off",
@@ -233,7 +238,7 @@ def _instance_errors(where: str, instance: Mapping[str, Any], settings: Mapping[
     if not _int_in(value, -1, 10_000_000):
         errors.append("%s=%r must be a whole number of MiB: 0 turns llama-server's prompt cache off, -1 leaves it "
                       "unlimited." % (label, value))
-    errors += _speculative_errors(where, instance, settings)
+    errors += _speculative_errors(where, instance, settings, models_files)
     label, value = _setting(where, instance, settings, "gpu_layers")
     if not _int_in(value, 0, 100_000):
         errors.append("%s=%r must be a whole number of layers, 0 or more (999: all of them); the memory plan "
@@ -282,19 +287,38 @@ def _instance_errors(where: str, instance: Mapping[str, Any], settings: Mapping[
     return errors
 
 
-def _speculative_errors(where: str, instance: Mapping[str, Any], settings: Mapping[str, Any]) -> List[str]:
+def draft_model(speculative: Any) -> Any:
+    """The draft model a `speculative` setting names ({draft: NAME}), or None."""
+    return speculative.get("draft") if isinstance(speculative, Mapping) else None
+
+
+def _speculative_errors(where: str, instance: Mapping[str, Any], settings: Mapping[str, Any],
+                        models_files: Mapping[str, Any]) -> List[str]:
     label, value = _setting(where, instance, settings, "speculative")
-    if value != SPECULATIVE_OFF and value not in SPECULATIVE_TYPES:
-        drafted = isinstance(value, str) and value.startswith("draft-")
-        why = " (a draft model's memory is not planned yet; pass -md and --spec-type in extra_args, keeping room " \
-            "for it)" if drafted else ' (YAML reads an unquoted off as false: write "off")' if value is False \
+    if isinstance(value, Mapping):
+        draft = value.get("draft")
+        if set(value) != {"draft"}:
+            return ["%s=%r is not a draft model setting: give {draft: <models_list name>} and nothing else (more "
+                    "drafted tokens: --spec-draft-n-max in extra_args)." % (label, dict(value))]
+        if isinstance(draft, str) and (models_files.get(draft) or {}).get("folder") \
+                or not _model_path(draft, models_files)[0]:
+            known = ", ".join(sorted(name for name in models_files if not models_files[name].get("folder"))) \
+                or "none: the models role has not run"
+            return ["%s.draft=%r is neither a models_list name of a .gguf file (known: %s) nor an absolute path "
+                    "to one." % (label, draft, known)]
+        flags = SPECULATIVE_FLAGS + DRAFT_MODEL_FLAGS
+    elif value != SPECULATIVE_OFF and value not in SPECULATIVE_TYPES:
+        why = ' (YAML reads an unquoted off as false: write "off")' if value is False \
             else " (%s)" % NOT_PLANNED_TYPES[value] if value in NOT_PLANNED_TYPES \
+            else " (its converted draft heads are not planned)" if str(value).startswith("draft-") \
             else " (one type: llama-server's comma-separated list is not planned)" if "," in str(value) else ""
-        return ["%s=%r is not a speculative decoding type the role plans: use off or one of %s%s." % (
-            label, value, ", ".join(SPECULATIVE_TYPES), why)]
+        return ["%s=%r is not a speculative decoding type the role plans: use off, one of %s, or {draft: "
+                "<models_list name>}%s." % (label, value, ", ".join(SPECULATIVE_TYPES), why)]
+    else:
+        flags = SPECULATIVE_FLAGS + (DRAFT_MODEL_FLAGS if value == "draft-mtp" else ())
     extra = instance.get("extra_args") if isinstance(instance.get("extra_args"), list) else []
     given = [str(arg).split("=", 1)[0] for arg in list(settings["extra_args"]) + extra
-             if str(arg).split("=", 1)[0] in SPECULATIVE_FLAGS]
+             if str(arg).split("=", 1)[0] in flags]
     if value != SPECULATIVE_OFF and given:
         return ["%s=%s and extra arguments %s both choose the speculative type: keep one." % (
             label, value, ", ".join(given))]
@@ -468,7 +492,7 @@ def _gpus_seen(gpus: Sequence[int], settings: Mapping[str, Any]) -> int:
     return len(gpus) or len(settings.get("serving_gpus") or ()) or settings["gpu_count"]
 
 
-def _launch(instance: Mapping[str, Any], settings: Mapping[str, Any], model_path: str,
+def _launch(instance: Mapping[str, Any], settings: Mapping[str, Any], model_path: str, draft_path: str,
             key_file: str) -> Dict[str, Any]:
     """Every llama-server setting of one instance but the sizes (instance_commands adds them)."""
     cache_k, cache_v = _cache_types(instance, settings)
@@ -491,6 +515,7 @@ def _launch(instance: Mapping[str, Any], settings: Mapping[str, Any], model_path
         "ubatch_size": instance.get("ubatch_size", settings["ubatch_size"]),
         "prompt_cache_mib": instance.get("prompt_cache_mib", settings["prompt_cache_mib"]),
         "speculative": instance.get("speculative", settings["speculative"]),
+        "draft_path": draft_path,
         "cache_type_k": cache_k,
         "cache_type_v": cache_v,
         "flash_attention": bool(instance.get("flash_attention", settings["flash_attention"])),
@@ -526,7 +551,11 @@ def _argv(launch: Mapping[str, Any], ctx_size: int, parallel: int) -> List[str]:
         # (--fit, on by default at 0c1e57098) would only log that it cannot.
         "--fit", "off",
     ]
-    if launch["speculative"] != SPECULATIVE_OFF:
+    if draft_model(launch["speculative"]):
+        # Every draft layer on the GPUs, as the memory plan counts them (its default, auto, fits by free memory).
+        argv += ["--spec-type", DRAFT_MODEL_TYPE, "--spec-draft-model", launch["draft_path"]] + (
+            ["--spec-draft-ngl", "all"] if launch["gpu_layers"] is not None else [])
+    elif launch["speculative"] != SPECULATIVE_OFF:
         argv += ["--spec-type", launch["speculative"]]
     argv += _gpu_args(launch, ("--gpu-layers", "--split-mode", "--tensor-split"), ",")
     if launch["metrics"]:
@@ -579,6 +608,10 @@ def _memory_plan(name: str, model: str, model_path: str, gpus: Sequence[int], se
         "ubatch": min(launch["ubatch_size"], launch["batch_size"]),
         "swa_full": "--swa-full" in launch["extra_args"],
     }
+    if draft_model(launch["speculative"]):
+        spec["draft"] = {"gguf_path": launch["draft_path"]}
+    elif launch["speculative"] == "draft-mtp":
+        spec["draft"] = {"mtp": True}
     if "choose_slots" in sizing:
         spec.update(choose_slots=dict(sizing["choose_slots"], floor_variable=REQUEST_VARIABLES),
                     kv_unified=launch["kv_unified"])
@@ -639,6 +672,8 @@ def plan_instances(instances: Sequence[Mapping[str, Any]], settings: Mapping[str
         if instance_errors:
             continue
         model_path, model_sha256, model_parts = _model_path(instance["model"], models_files)
+        speculative = instance.get("speculative", settings["speculative"])
+        draft_path, _, draft_parts = _model_path(draft_model(speculative), models_files)
         key_file = ("%s/%s.key" % (settings["config_dir"], instance["name"])
                     if instance.get("api_key") or settings["api_key_set"] else "")
         gpus = instance.get("gpus", [])
@@ -648,7 +683,7 @@ def plan_instances(instances: Sequence[Mapping[str, Any]], settings: Mapping[str
         environment.update({name: str(value) for name, value in instance.get("environment", {}).items()})
         host = instance.get("host", settings["host"])
         base_url = local_base_url(host, instance["port"])
-        launch = _launch(instance, settings, model_path, key_file)
+        launch = _launch(instance, settings, model_path, draft_path, key_file)
         plans.append({
             "name": instance["name"],
             "unit": "llama-server-%s" % instance["name"],
@@ -669,7 +704,7 @@ def plan_instances(instances: Sequence[Mapping[str, Any]], settings: Mapping[str
                              engine={"unit": "llama-server-%s" % instance["name"], "argv": bench_argv(launch),
                                      "environment": environment}),
             # What the server reads when it starts: one changed since restarts it (unit_freshness).
-            "inputs": [path for path in [key_file] + model_parts + [settings["server_bin"]] if path],
+            "inputs": [path for path in [key_file] + model_parts + draft_parts + [settings["server_bin"]] if path],
             "restart_calendar": calendar,
         })
         plans[-1]["memory_plan"] = _memory_plan(instance["name"], instance["model"], model_path, gpus, settings,
@@ -787,7 +822,8 @@ def unfetched_models(planned: Mapping[str, Any], models_files: Mapping[str, Mapp
     """The instances whose models_list file is not on the host as its stamp says (the models role's
     `verified`): llama-server would start on a missing or different file."""
     return [plan["name"] for plan in planned.get("instances", [])
-            if plan["model"] in models_files and not models_files[plan["model"]].get("verified")]
+            if any(model in models_files and not models_files[model].get("verified")
+                   for model in (plan["model"], draft_model(plan["launch"]["speculative"])))]
 
 
 def split_row_warnings(planned: Mapping[str, Any]) -> List[str]:

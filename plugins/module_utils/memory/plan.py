@@ -27,11 +27,16 @@ overhead term.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import posixpath
+from dataclasses import asdict, dataclass, replace
 from fractions import Fraction
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ansible_collections.v100.llm.plugins.module_utils.models.gguf import model_summary
+from ansible_collections.v100.llm.plugins.module_utils.models.gguf import (
+    draft_vocab_refusal,
+    model_summary,
+    tokenizer_summary,
+)
 from ansible_collections.v100.llm.plugins.module_utils.driver.stack_rules import Refusal
 
 MIB = 1024 * 1024
@@ -149,6 +154,57 @@ class KvLayout:
     swa_heads: int = 0
     sliding_window: int = 0
     recurrent_bytes: int = 0
+
+
+@dataclass(frozen=True)
+class DraftModel:
+    """What speculative decoding with a second model adds to a llama-server instance (llama_server's
+    `speculative`), at 0c1e57098 (common_speculative_init_result, common/speculative.cpp:2512-2565): a context
+    with the target's cells and sequences (n_ctx, n_seq_max, kv_unified), K and V in f16 (-ctkd/-ctvd's
+    default, common/common.h:343-344) and its own compute buffer. A draft model adds its weights, split over
+    the GPUs as the target's are (it inherits the devices, split mode and -ts: common_base_params_to_speculative,
+    speculative.cpp:2446-2481). An MTP context runs on the target's weights and keeps a KV cache for the nextn
+    layers only (src/llama-model.cpp:2400-2420): `shape` is those layers, all counted on the busiest GPU."""
+
+    label: str
+    shape: ModelShape
+    weights_bytes: int
+    compute_buffer_mib: int
+    spread: bool
+    kv_cache_type: str = "f16"
+
+
+def draft_model_read(target_gguf: Mapping[str, Any], draft_gguf: Mapping[str, Any], draft_path: str,
+                     draft_weights_bytes: int) -> Dict[str, Any]:
+    """A draft model for size_plan's `draft_read`, or why llama-server would refuse it (both headers read with
+    token_digests)."""
+    why = draft_vocab_refusal(tokenizer_summary(dict(target_gguf)), tokenizer_summary(dict(draft_gguf)))
+    if why:
+        return {"refusal": "cannot draft with %s: %s, and llama-server refuses such a draft model "
+                           "(common_speculative_are_compatible, common/speculative.cpp at 0c1e57098)" % (
+                               draft_path, why),
+                "fix": "Draft with a smaller model of the same family, which shares its tokenizer, or set "
+                       "speculative to off or an n-gram type"}
+    shape = shape_from_gguf(draft_gguf)
+    return {"label": "draft model %s" % posixpath.basename(draft_path), "shape": shape,
+            "weights_bytes": draft_weights_bytes, "spread": True, "compute_shape": shape}
+
+
+def mtp_read(target_gguf: Mapping[str, Any], target_path: str) -> Dict[str, Any]:
+    """The MTP context for size_plan's `draft_read`, or why the model has none: llama.cpp creates it only for
+    a model with nextn layers (<arch>.nextn_predict_layers; src/llama-context.cpp:3881 at 0c1e57098)."""
+    summary = model_summary(dict(target_gguf))
+    nextn = summary.get("nextn_predict_layers") or 0
+    if not nextn:
+        return {"refusal": "cannot use draft-mtp: %s has no multi-token prediction layers (%s.nextn_predict_layers "
+                           "is absent or 0), and llama-server then fails to create the MTP context" % (
+                               target_path, summary["architecture"]),
+                "fix": "Use a GGUF converted with its MTP layers (Qwen3.5's, GLM's), or set speculative to off or "
+                       "an n-gram type"}
+    shape = shape_from_gguf(target_gguf)
+    return {"label": "MTP head (%d layer%s)" % (nextn, "" if nextn == 1 else "s"), "weights_bytes": 0,
+            "spread": False, "compute_shape": shape,
+            "shape": replace(shape, layers=nextn, kv_layout=KvLayout(full_heads=nextn * shape.kv_heads))}
 
 
 def hybrid_recurrent_flags(architecture: str, layers: int, interval: Any, recurrent_layers: Any,
@@ -375,16 +431,21 @@ class MemoryPlan:
     required_mib: int
     headroom_mib: int
     fits: bool
+    draft: Optional[DraftModel] = None
+    draft_mib: int = 0
+    draft_kv_cache_mib: int = 0
 
     def arithmetic(self) -> str:
         window = "; sliding-window layers %d tokens" % self.swa_cells if self.layout.swa_heads else ""
         sequences = self.slots * self.sequences_per_stream
         recurrent = " + recurrent state %d (%d sequence%s)" % (
             self.recurrent_mib, sequences, "" if sequences == 1 else "s") if self.recurrent_mib else ""
-        return ("weights %d + KV cache %d (%s, %d slot%s x %d tokens%s)%s + compute buffer %d + overhead %d "
+        draft = " + %s %d (KV cache %d)" % (self.draft.label, self.draft_mib, self.draft_kv_cache_mib) \
+            if self.draft else ""
+        return ("weights %d + KV cache %d (%s, %d slot%s x %d tokens%s)%s%s + compute buffer %d + overhead %d "
                 "+ safety margin %d = %d MiB of %d MiB per GPU" % (
                     self.weights_mib, self.kv_cache_mib, self.kv_cache_type, self.slots,
-                    "" if self.slots == 1 else "s", self.context_per_slot, window, recurrent,
+                    "" if self.slots == 1 else "s", self.context_per_slot, window, recurrent, draft,
                     self.compute_buffer_mib, self.overhead_mib, self.safety_margin_mib, self.required_mib,
                     self.gpu_memory_mib))
 
@@ -422,6 +483,7 @@ class MemoryPlan:
     def as_dict(self) -> Dict[str, Any]:
         result = asdict(self)
         result.update(result.pop("layout"))
+        result["draft"] = self.draft.label if self.draft else None
         result["message"] = self.message()
         result["remedies"] = self.remedies()
         return result
@@ -433,7 +495,8 @@ def plan_memory(name: str, *, layers: int, kv_heads: int, head_dim: int, weights
                 overhead_mib: int = DEFAULT_OVERHEAD_MIB,
                 safety_margin_mib: int = DEFAULT_SAFETY_MARGIN_MIB, layout: Optional[KvLayout] = None,
                 ubatch: int = DEFAULT_UBATCH, sequences_per_stream: int = 1, swa_full: bool = False,
-                tensor_split: Optional[Sequence[float]] = None, split_mode: str = "layer") -> MemoryPlan:
+                tensor_split: Optional[Sequence[float]] = None, split_mode: str = "layer",
+                draft: Optional[DraftModel] = None) -> MemoryPlan:
     """Size one llama.cpp instance (see the module docstring for the formula).
 
     context_per_slot is rounded up to a multiple of 256, as llama.cpp allocates it.
@@ -446,7 +509,8 @@ def plan_memory(name: str, *, layers: int, kv_heads: int, head_dim: int, weights
     per GPU) puts that share of the layers on each GPU; without it they are
     spread evenly. split_mode "tensor" splits every layer's weights and KV
     cache instead (docs/multi-gpu.md at 0c1e57098): the busiest GPU holds the
-    largest share of each.
+    largest share of each. draft: speculative decoding's second context (DraftModel), sized for the
+    same cells.
 
     Raises ValueError for a non-positive dimension, count or memory size and for
     an unknown kv_cache_type.
@@ -481,7 +545,17 @@ def plan_memory(name: str, *, layers: int, kv_heads: int, head_dim: int, weights
         + (kv_cache_bytes(1, swa_heads, head_dim, swa_cells, slots, kv_cache_type) if swa_heads else 0))
     # One recurrent state per sequence (a cell per slot: src/llama-model.cpp, mem_size = n_seq_max).
     recurrent_mib = _ceil_mib(layout.recurrent_bytes * layers_per_gpu * slots * sequences_per_stream / layers)
-    required = weights_mib + kv_cache_mib + recurrent_mib + compute_buffer_mib + overhead_mib + safety_margin_mib
+    drafted = plan_memory(
+        "%s %s" % (name, draft.label), layers=draft.shape.layers, kv_heads=draft.shape.kv_heads,
+        head_dim=draft.shape.head_dim, weights_bytes=draft.weights_bytes, context_per_slot=context_per_slot,
+        slots=slots, gpu_memory_mib=gpu_memory_mib, kv_cache_type=draft.kv_cache_type,
+        gpu_count=gpu_count if draft.spread else 1, compute_buffer_mib=draft.compute_buffer_mib, overhead_mib=0,
+        safety_margin_mib=0, layout=draft.shape.kv_layout, ubatch=ubatch, sequences_per_stream=sequences_per_stream,
+        swa_full=swa_full, tensor_split=tensor_split if draft.spread else None,
+        split_mode=split_mode if draft.spread else "layer") if draft else None
+    draft_mib = drafted.required_mib if drafted else 0
+    required = weights_mib + kv_cache_mib + recurrent_mib + draft_mib + compute_buffer_mib + overhead_mib \
+        + safety_margin_mib
     return MemoryPlan(
         name=name, layers=layers, kv_heads=kv_heads, head_dim=head_dim, weights_bytes=weights_bytes,
         context_per_slot=context_per_slot, slots=slots, kv_cache_type=kv_cache_type, gpu_count=gpu_count,
@@ -493,6 +567,7 @@ def plan_memory(name: str, *, layers: int, kv_heads: int, head_dim: int, weights
         compute_buffer_mib=compute_buffer_mib,
         overhead_mib=overhead_mib, safety_margin_mib=safety_margin_mib, required_mib=required,
         headroom_mib=gpu_memory_mib - required, fits=required <= gpu_memory_mib,
+        draft=draft, draft_mib=draft_mib, draft_kv_cache_mib=drafted.kv_cache_mib if drafted else 0,
     )
 
 
@@ -535,20 +610,24 @@ def _replan(plan: MemoryPlan, **changes: Any) -> MemoryPlan:
         kv_cache_type=plan.kv_cache_type, gpu_count=plan.gpu_count, compute_buffer_mib=plan.compute_buffer_mib,
         overhead_mib=plan.overhead_mib, safety_margin_mib=plan.safety_margin_mib, layout=plan.layout,
         ubatch=plan.ubatch, sequences_per_stream=plan.sequences_per_stream, swa_full=plan.swa_full,
-        tensor_split=plan.tensor_split, split_mode=plan.split_mode)
+        tensor_split=plan.tensor_split, split_mode=plan.split_mode, draft=plan.draft)
     inputs.update(changes)
     return plan_memory(plan.name, **inputs)
 
 
 def _bytes_per_cell(plan: MemoryPlan) -> int:
-    """KV bytes one more token of context costs on the busiest GPU (at least one layer's)."""
+    """KV bytes one more token of context costs on the busiest GPU (at least one layer's), the draft's
+    counted whole."""
     heads = -(-plan.layout.full_heads * plan.layers_per_gpu // plan.layers)
-    return kv_cache_bytes(1, heads or plan.kv_heads, plan.head_dim, 1, 1, plan.kv_cache_type)
+    draft = kv_cache_bytes(1, plan.draft.shape.kv_layout.full_heads if plan.draft.shape.kv_layout else
+                           plan.draft.shape.layers * plan.draft.shape.kv_heads, plan.draft.shape.head_dim, 1, 1,
+                           plan.draft.kv_cache_type) if plan.draft else 0
+    return kv_cache_bytes(1, heads or plan.kv_heads, plan.head_dim, 1, 1, plan.kv_cache_type) + draft
 
 
 def _kv_cells_that_fit(plan: MemoryPlan) -> int:
     """KV cells (tokens over all slots) the busiest GPU has room for beside everything else."""
-    budget_mib = plan.gpu_memory_mib - (plan.required_mib - plan.kv_cache_mib)
+    budget_mib = plan.gpu_memory_mib - (plan.required_mib - plan.kv_cache_mib - plan.draft_kv_cache_mib)
     return max(0, budget_mib * MIB // _bytes_per_cell(plan))
 
 

@@ -14,6 +14,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from ansible_collections.v100.llm.plugins.module_utils.memory.plan import (
     DEFAULT_COMPUTE_BUFFER_MIB,
     MIB,
+    DraftModel,
     SMALLER_KV_CACHE_TYPE,
     GpuUse,
     MemoryPlan,
@@ -117,6 +118,12 @@ def size_plan(plan: Mapping[str, Any], budget_mib: Optional[int], shared: str = 
     if plan.get("missing"):
         return skipped(plan, "%s does not exist yet (the models stage fetches it); sized on the next run"
                        % plan["gguf_path"])
+    draft = plan.get("draft_read") or {}
+    if draft.get("refusal"):
+        return plan_error(name, draft["refusal"], draft["fix"])
+    if draft.get("missing"):
+        return skipped(plan, "its draft model %s does not exist yet (the models stage fetches it); sized on the "
+                             "next run" % draft["path"])
     request = {"tokens": choice["context_min"], "variable": choice["floor_variable"]} if choice else plan.get("request")
     too_short = request and trained_context_refusal(name, shape.context_length if shape else None,
                                                     request["tokens"], request["variable"])
@@ -133,8 +140,12 @@ def size_plan(plan: Mapping[str, Any], budget_mib: Optional[int], shared: str = 
         if compute_buffer_mib is None:
             compute_buffer_mib = estimate_compute_buffer_mib(shape, cells, plan["ubatch"], plan["flash_attention"]) \
                 if shape else DEFAULT_COMPUTE_BUFFER_MIB
+        drafting = DraftModel(
+            label=draft["label"], shape=draft["shape"], weights_bytes=draft["weights_bytes"], spread=draft["spread"],
+            compute_buffer_mib=estimate_compute_buffer_mib(draft["compute_shape"], cells, plan["ubatch"],
+                                                           plan["flash_attention"])) if draft else None
         return plan_memory(
-            name, layers=shape.layers if shape else plan["layers"], kv_heads=shape.kv_heads if shape else
+            name, draft=drafting, layers=shape.layers if shape else plan["layers"], kv_heads=shape.kv_heads if shape else
             plan["kv_heads"], head_dim=shape.head_dim if shape else plan["head_dim"],
             weights_bytes=plan["weights_bytes"] if shape else plan["weights_mib"] * MIB,
             context_per_slot=cells, slots=streams, gpu_memory_mib=budget_mib, kv_cache_type=kv_cache_type,

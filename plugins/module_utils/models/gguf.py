@@ -16,10 +16,11 @@ counts and lengths and has not been written since 2023; it is refused.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import posixpath
 import struct
-from typing import IO, Any, Dict, List, Tuple, Union
+from typing import IO, Any, Dict, List, Optional, Tuple, Union
 
 from ansible_collections.v100.llm.plugins.module_utils.models.sources import split_parts
 
@@ -33,6 +34,16 @@ LAYER_ARRAY_SUFFIXES = (".attention.head_count_kv", ".attention.sliding_window_p
 MAX_LAYER_ARRAY_ITEMS = 4096
 # gguf.h caps nothing, but a key longer than this is a corrupt file, not a key.
 MAX_KEY_BYTES = 65535
+# How llama.cpp decides that a draft model can draft for a target (common_speculative_are_compatible,
+# common/speculative.cpp:30-31 and 67-127 at 0c1e57098): the same vocabulary type, the same BOS and EOS use and
+# ids, vocabulary sizes at most 128 apart, and the same text for every token from id 5 to the smaller size.
+TOKENS_KEY = "tokenizer.ggml.tokens"
+VOCAB_MAX_SIZE_DIFFERENCE = 128
+VOCAB_CHECK_START_TOKEN_ID = 5
+# tokenizer.ggml.model -> llama.cpp's vocabulary type (llama_vocab::impl::load, src/llama-vocab.cpp:1949-2143).
+VOCAB_TYPES = {"no_vocab": "none", "none": "none", "llama": "SPM", "bert": "WPM", "gpt2": "BPE",
+               "hybriddna": "BPE", "whitespace": "BPE", "gemma4": "BPE", "t5": "UGM", "rwkv": "RWKV",
+               "test": "TEST", "plamo2": "PLaMo2"}
 
 # GGUF value type id -> struct format of one scalar (gguf-py GGUFValueType).
 _SCALAR_FORMATS = {
@@ -144,25 +155,48 @@ class _Reader:
         self.skip(self.scalar("Q", what), what)
 
 
+class _TokenDigests:
+    """SHA-256 of the token texts from VOCAB_CHECK_START_TOKEN_ID up to each of the last
+    VOCAB_MAX_SIZE_DIFFERENCE + 1 vocabulary sizes: one of them covers any vocabulary that llama.cpp would let
+    draft for this one, whose size is within that difference."""
+
+    def __init__(self) -> None:
+        self.digests: Dict[int, str] = {}
+
+    def read(self, reader: _Reader, count: int) -> None:
+        hasher = hashlib.sha256()
+        for position in range(count):
+            token = reader.read(reader.scalar("Q", TOKENS_KEY), TOKENS_KEY)
+            if position >= VOCAB_CHECK_START_TOKEN_ID:
+                # Length-prefixed, so that no two token lists hash alike by where the texts split.
+                hasher.update(struct.pack("<Q", len(token)) + token)
+            end = position + 1
+            if end >= count - VOCAB_MAX_SIZE_DIFFERENCE:
+                self.digests[end] = hasher.hexdigest()
+
+
 def _read_value(reader: _Reader, value_type: int, key: str, max_array_items: int,
-                array_lengths: Dict[str, int]) -> Any:
+                array_lengths: Dict[str, int], token_digests: Optional[_TokenDigests] = None) -> Any:
     if value_type in _SCALAR_FORMATS:
         return reader.scalar(_SCALAR_FORMATS[value_type], key)
     if value_type == _TYPE_STRING:
         return reader.string(key)
     if value_type == _TYPE_ARRAY:
-        return _read_array(reader, key, max_array_items, array_lengths)
+        return _read_array(reader, key, max_array_items, array_lengths, token_digests)
     raise GGUFError("%s: key %r has unknown value type %d at byte %d"
                     % (reader.path_hint, key, value_type, reader.offset()))
 
 
-def _read_array(reader: _Reader, key: str, max_array_items: int,
-                array_lengths: Dict[str, int]) -> List[Any]:
+def _read_array(reader: _Reader, key: str, max_array_items: int, array_lengths: Dict[str, int],
+                token_digests: Optional[_TokenDigests] = None) -> List[Any]:
     """Keep the first max_array_items elements, skip the rest, record the length."""
     element_type = reader.scalar("I", key + " (array type)")
     count = reader.scalar("Q", key + " (array length)")
     array_lengths[key] = count
     kept: List[Any] = []
+    if token_digests is not None and key == TOKENS_KEY and element_type == _TYPE_STRING:
+        token_digests.read(reader, count)
+        return kept
     for position in range(count):
         if position < max_array_items:
             # Nested arrays are recorded under key[i]; none of llama.cpp's keys use them.
@@ -213,7 +247,8 @@ def _read_tensor_infos(reader: _Reader, tensor_count: int) -> int:
     return parameter_count
 
 
-def read_gguf_metadata(source: Source, max_array_items: int = DEFAULT_MAX_ARRAY_ITEMS) -> Dict[str, Any]:
+def read_gguf_metadata(source: Source, max_array_items: int = DEFAULT_MAX_ARRAY_ITEMS,
+                       token_digests: bool = False) -> Dict[str, Any]:
     """Read a GGUF file's header, metadata and tensor-info table.
 
     source: a path, or a seekable binary file object positioned at the file's start.
@@ -221,6 +256,8 @@ def read_gguf_metadata(source: Source, max_array_items: int = DEFAULT_MAX_ARRAY_
     past, so a 150k-entry tokenizer vocabulary costs no memory. Every array's
     full length is in ``array_lengths`` either way. The per-layer lists of
     LAYER_ARRAY_SUFFIXES are kept whole (up to MAX_LAYER_ARRAY_ITEMS).
+    token_digests: also hash the token texts (tokenizer_summary, draft_vocab_refusal);
+    the tokens are then read, not skipped.
 
     Returns a dict:
       version, tensor_count, kv_count: from the fixed header;
@@ -230,17 +267,20 @@ def read_gguf_metadata(source: Source, max_array_items: int = DEFAULT_MAX_ARRAY_
       kv_end_offset: byte offset where the key/value section ends;
       tensor_info_end_offset: byte offset where the tensor-info table ends
         (tensor data starts at the next multiple of general.alignment);
-      parameter_count: sum of the element counts of all tensors.
+      parameter_count: sum of the element counts of all tensors;
+      token_digests: {vocabulary size: digest} (_TokenDigests), with token_digests.
     """
     if hasattr(source, "read"):
-        return _read_stream(source, getattr(source, "name", "<stream>"), max_array_items)  # type: ignore[arg-type]
+        return _read_stream(source, getattr(source, "name", "<stream>"),  # type: ignore[arg-type]
+                            max_array_items, token_digests)
     path = os.fspath(source)
     with open(path, "rb") as stream:
-        return _read_stream(stream, path, max_array_items)
+        return _read_stream(stream, path, max_array_items, token_digests)
 
 
-def _read_stream(stream: IO[bytes], path_hint: str, max_array_items: int) -> Dict[str, Any]:
+def _read_stream(stream: IO[bytes], path_hint: str, max_array_items: int, token_digests: bool) -> Dict[str, Any]:
     reader = _Reader(stream, str(path_hint))
+    digests = _TokenDigests() if token_digests else None
     version, tensor_count, kv_count = _read_header(reader)
     metadata: Dict[str, Any] = {}
     array_lengths: Dict[str, int] = {}
@@ -248,7 +288,7 @@ def _read_stream(stream: IO[bytes], path_hint: str, max_array_items: int) -> Dic
         key = reader.string("metadata key", limit=MAX_KEY_BYTES)
         value_type = reader.scalar("I", key + " (type)")
         keep = MAX_LAYER_ARRAY_ITEMS if key.endswith(LAYER_ARRAY_SUFFIXES) else max_array_items
-        metadata[key] = _read_value(reader, value_type, key, keep, array_lengths)
+        metadata[key] = _read_value(reader, value_type, key, keep, array_lengths, digests)
     kv_end_offset = reader.offset()
     parameter_count = _read_tensor_infos(reader, tensor_count)
     return {
@@ -260,6 +300,7 @@ def _read_stream(stream: IO[bytes], path_hint: str, max_array_items: int) -> Dic
         "kv_end_offset": kv_end_offset,
         "tensor_info_end_offset": reader.offset(),
         "parameter_count": parameter_count,
+        "token_digests": digests.digests if digests else {},
     }
 
 
@@ -330,6 +371,64 @@ def model_summary(gguf: Dict[str, Any]) -> Dict[str, Any]:
         "ssm": {name: metadata.get("%s.ssm.%s" % (architecture, name))
                 for name in ("conv_kernel", "inner_size", "state_size", "group_count")},
     }
+
+
+def tokenizer_summary(gguf: Dict[str, Any]) -> Dict[str, Any]:
+    """What llama.cpp compares before a model drafts for another, from read_gguf_metadata(token_digests=True).
+
+    add_bos, add_eos, bos and eos are None where the header leaves them to llama.cpp's defaults, which depend on
+    the tokenizer model and pre-tokenizer (src/llama-vocab.cpp:1971-2452 at 0c1e57098).
+    """
+    metadata = gguf["metadata"]
+    model = metadata.get("tokenizer.ggml.model")
+    return {
+        "model": model,
+        "pre": metadata.get("tokenizer.ggml.pre"),
+        "vocab_type": VOCAB_TYPES.get(model, model),
+        "add_bos": metadata.get("tokenizer.ggml.add_bos_token"),
+        "add_eos": metadata.get("tokenizer.ggml.add_eos_token"),
+        "bos": metadata.get("tokenizer.ggml.bos_token_id"),
+        "eos": metadata.get("tokenizer.ggml.eos_token_id"),
+        "tokens": gguf["array_lengths"].get(TOKENS_KEY),
+        "digests": gguf.get("token_digests") or {},
+    }
+
+
+def draft_vocab_refusal(target: Dict[str, Any], draft: Dict[str, Any]) -> Optional[str]:
+    """Why llama-server would refuse `draft` (a tokenizer_summary) as the draft model of `target`, or None.
+
+    The checks of common_speculative_are_compatible (common/speculative.cpp:67-127 at 0c1e57098), made on the
+    headers. Where a header leaves a BOS/EOS setting to llama.cpp's defaults the headers cannot always tell, so
+    only settings both state are compared; llama-server checks the rest when it starts, and refuses then.
+    """
+    if draft["vocab_type"] != target["vocab_type"]:
+        return "its vocabulary type is %s (tokenizer.ggml.model %s), the model's %s (%s)" % (
+            draft["vocab_type"], draft["model"], target["vocab_type"], target["model"])
+    for use, token in (("add_bos", "bos"), ("add_eos", "eos")):
+        if _stated_apart(target[use], draft[use]):
+            return "it %s a %s token and the model %s (tokenizer.ggml.%s_token)" % (
+                _adds(draft[use]), token.upper(), _adds(target[use]), use)
+        if (target[use] or draft[use]) and _stated_apart(target[token], draft[token]):
+            return "its %s token is %s, the model's %s (tokenizer.ggml.%s_token_id)" % (
+                token.upper(), draft[token], target[token], token)
+    target_size, draft_size = target["tokens"], draft["tokens"]
+    if target_size is None or draft_size is None:
+        return None
+    if abs(target_size - draft_size) > VOCAB_MAX_SIZE_DIFFERENCE:
+        return "its vocabulary has %d tokens, the model's %d: more than %d apart" % (
+            draft_size, target_size, VOCAB_MAX_SIZE_DIFFERENCE)
+    common = min(target_size, draft_size)
+    if common > VOCAB_CHECK_START_TOKEN_ID and target["digests"].get(common) != draft["digests"].get(common):
+        return "the texts of its tokens %d to %d differ from the model's" % (VOCAB_CHECK_START_TOKEN_ID, common - 1)
+    return None
+
+
+def _stated_apart(target: Any, draft: Any) -> bool:
+    return target is not None and draft is not None and target != draft
+
+
+def _adds(value: Any) -> str:
+    return "adds" if value else "does not add"
 
 
 def _per_layer(value: Any) -> Any:
