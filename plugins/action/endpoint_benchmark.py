@@ -47,7 +47,8 @@ class ActionModule(EndpointAction):
             report = {
                 "host": host, "endpoint": endpoint["name"], "kind": endpoint["kind"], "model": endpoint["model"],
                 "url": endpoint["url"], "time": now.strftime("%Y-%m-%d %H:%M UTC"), "settings": settings,
-                # The --spec-type a comparison started the server with (benchmark_speculative_types).
+                # What a comparison started the server with (benchmark_speculative_types): a --spec-type, or the
+                # instance's planned setting.
                 "speculative": endpoint.get("speculative", ""),
                 "limit": decode_limit(args.get("memory_bandwidth_gbps"), model_bytes), "levels": levels,
                 "engine": {"argv": measured["argv"], "rows": engine_rows(measured["json"])} if measured.get("json")

@@ -573,8 +573,13 @@ def test_a_draft_model_is_planned_from_models_list_and_mtp_from_the_model():
     assert "/srv/models/small.gguf" in drafted["inputs"]
     assert mtp["argv"][mtp["argv"].index("--spec-type") + 1] == "draft-mtp"
     assert mtp["memory_plan"]["draft"] == {"mtp": True}
-    # benchmark.yml's plain command line has neither.
-    assert not {"--spec-type", "--spec-draft-model"} & set(drafted["endpoint"]["engine"]["server_argv"])
+    # benchmark.yml's plain command line has neither; its `planned` comparison adds the instance's own flags.
+    engine = drafted["endpoint"]["engine"]
+    assert not {"--spec-type", "--spec-draft-model"} & set(engine["server_argv"])
+    assert engine["speculative_argv"] == drafted["argv"][start:start + 6]
+    assert engine["speculative"] == "draft-simple small"
+    assert (mtp["endpoint"]["engine"]["speculative_argv"], mtp["endpoint"]["engine"]["speculative"]) == (
+        ["--spec-type", "draft-mtp"], "draft-mtp")
     # On the CPU nothing is offloaded, the draft's layers neither.
     cpu = plan([{"name": "a", "model": "qwen", "port": 8081, "speculative": {"draft": "/srv/d.gguf"}}],
                backend="cpu")["instances"][0]

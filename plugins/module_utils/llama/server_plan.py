@@ -551,12 +551,7 @@ def _argv(launch: Mapping[str, Any], ctx_size: int, parallel: int) -> List[str]:
         # (--fit, on by default at 0c1e57098) would only log that it cannot.
         "--fit", "off",
     ]
-    if draft_model(launch["speculative"]):
-        # Every draft layer on the GPUs, as the memory plan counts them (its default, auto, fits by free memory).
-        argv += ["--spec-type", DRAFT_MODEL_TYPE, "--spec-draft-model", launch["draft_path"]] + (
-            ["--spec-draft-ngl", "all"] if launch["gpu_layers"] is not None else [])
-    elif launch["speculative"] != SPECULATIVE_OFF:
-        argv += ["--spec-type", launch["speculative"]]
+    argv += speculative_argv(launch)
     argv += _gpu_args(launch, ("--gpu-layers", "--split-mode", "--tensor-split"), ",")
     if launch["metrics"]:
         argv.append("--metrics")
@@ -564,6 +559,23 @@ def _argv(launch: Mapping[str, Any], ctx_size: int, parallel: int) -> List[str]:
     if launch["key_file"]:
         argv += ["--api-key-file", launch["key_file"]]
     return argv + launch["extra_args"]
+
+
+def speculative_argv(launch: Mapping[str, Any]) -> List[str]:
+    """The flags of the instance's `speculative` setting."""
+    if draft_model(launch["speculative"]):
+        # Every draft layer on the GPUs, as the memory plan counts them (its default, auto, fits by free memory).
+        return ["--spec-type", DRAFT_MODEL_TYPE, "--spec-draft-model", launch["draft_path"]] + (
+            ["--spec-draft-ngl", "all"] if launch["gpu_layers"] is not None else [])
+    if launch["speculative"] != SPECULATIVE_OFF:
+        return ["--spec-type", launch["speculative"]]
+    return []
+
+
+def speculative_label(speculative: Any) -> str:
+    """How reports name a `speculative` setting: the type, or draft-simple with the draft model's name."""
+    draft = draft_model(speculative)
+    return "%s %s" % (DRAFT_MODEL_TYPE, posixpath.basename(str(draft))) if draft else str(speculative)
 
 
 def _sizing(instance: Mapping[str, Any], settings: Mapping[str, Any]) -> Dict[str, Any]:
@@ -773,18 +785,21 @@ def instance_commands(planned: Mapping[str, Any], sized: Sequence[Mapping[str, A
         else:
             ctx_size, parallel = sizing["ctx_size"], sizing["parallel"]
         cache = plan["launch"]["prompt_cache_mib"]
-        # benchmark.yml compares plain decoding with each speculative type it is given on this command line,
-        # unless its extra arguments speculate already (LLAMA_ARG_* in its environment is refused).
+        # benchmark.yml compares plain decoding with each speculative type it is given on this command line, and
+        # with the instance's own setting (`planned`), unless its extra arguments speculate already (LLAMA_ARG_* in
+        # its environment is refused).
         plain = _argv(dict(plan["launch"], speculative=SPECULATIVE_OFF), ctx_size, parallel)
-        speculates = any(str(arg).split("=", 1)[0] in SPECULATIVE_FLAGS + DRAFT_MODEL_FLAGS for arg in plain)
+        engine = dict(plan["endpoint"]["engine"], server_argv=plain,
+                      server_argv_speculates=any(str(arg).split("=", 1)[0] in SPECULATIVE_FLAGS + DRAFT_MODEL_FLAGS
+                                                 for arg in plain),
+                      speculative_argv=speculative_argv(plan["launch"]),
+                      speculative=speculative_label(plan["launch"]["speculative"]))
         instances.append(dict(plan, ctx_size=ctx_size, parallel=parallel, slot_choice=chosen.get("choice", ""),
                               prompt_cache=PROMPT_CACHE_OFF_REASON if cache == 0 else
                               "prompt cache %s (--cache-ram %d)" % ("unlimited" if cache < 0 else "%d MiB" % cache,
                                                                     cache),
                               argv=_argv(plan["launch"], ctx_size, parallel),
-                              endpoint=dict(plan["endpoint"], engine=dict(plan["endpoint"]["engine"],
-                                                                          server_argv=plain,
-                                                                          server_argv_speculates=speculates))))
+                              endpoint=dict(plan["endpoint"], engine=engine)))
     return {"instances": instances if not errors else [], "errors": errors}
 
 
