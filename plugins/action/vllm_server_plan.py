@@ -7,7 +7,7 @@ from typing import Any, Dict, List, Optional
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.v100.llm.plugins.module_utils.vllm.server_plan import HF_REPO, plan_on_model
+from ansible_collections.v100.llm.plugins.module_utils.vllm.server_plan import HF_REPO, is_local_model, plan_on_model
 
 UNCHANGED = "Nothing on the host was changed."
 HUB = "https://huggingface.co"
@@ -26,7 +26,7 @@ class ActionModule(ActionBase):
         args = self._task.args
         settings = args["settings"]
         folder_on_host = bool(args.get("folder_on_host", True))
-        local = str(settings["model"]).startswith("/") and folder_on_host
+        local = is_local_model(str(settings["model"])) and folder_on_host
         gpus = args.get("gpus") or []
         stack = dict(args.get("stack") or {})
         warnings: List[str] = []

@@ -8,7 +8,10 @@
 #     2048-token answers (the model's trained context is 8192);
 #  b. per type (off, then each of TYPES), starts llama-server on the plan's engine.server_argv plus --spec-type, as
 #     the benchmark role's runtime drop-in does (there is no systemd here), and runs playbooks/benchmark.yml's edit
-#     workload at 1, 4 and 16 streams, 256 tokens a request, into OUTDIR/<type>/;
+#     workload at 1, 4 and 16 streams, 256 tokens a request, into OUTDIR/<type>/. Type `planned` adds the plan's
+#     engine.speculative_argv instead: llama_server_speculative is {draft: smollm2}, the model drafting for itself
+#     (the mechanics of a draft model on CUDA, not a real draft's gain), and its memory plan's draft terms are
+#     printed beside the CUDA buffers llama-server logs;
 #  c. prints each type's drafts kept, tokens/s per stream and summed, and the ratio against plain decoding.
 # Usage: tests/gpu/speculative.sh OUTDIR [TYPES...]   (TYPES: ngram-mod ngram-simple ngram-map-k4v by default)
 set -uo pipefail
@@ -32,6 +35,7 @@ llama_server_prompt_tokens_max: 6144
 llama_server_answer_tokens_max: 2048
 llama_server_instances:
   - {name: bench, model: smollm2, port: 8081, gpus: [0]}
+llama_server_speculative: {draft: smollm2}
 VARS
 ansible-playbook -i localhost, -c local tests/gpu/llama-server.yml --skip-tags llama_cpp_packages \
   -e @/tmp/spec-vars.yml -e llama_cpp_source_file="$PWD/.devcarry/llama.cpp-0c1e570.tar.gz" -e ansible_become=false \
@@ -46,7 +50,8 @@ print("\n".join("%s=%s" % item for item in instance["environment"].items()))' "$
 for type in off "${types[@]}"; do
   mapfile -d '' argv < <(python3 -c 'import json, sys
 engine = json.load(open(sys.argv[1]))["instances"][0]["endpoint"]["engine"]
-argv = engine["server_argv"] + (["--spec-type", sys.argv[2]] if sys.argv[2] != "off" else [])
+argv = engine["server_argv"] + (engine["speculative_argv"] if sys.argv[2] == "planned"
+                                else ["--spec-type", sys.argv[2]] if sys.argv[2] != "off" else [])
 sys.stdout.write("".join(word + "\0" for word in argv))' "$out/llama-server-plan.json" "$type")
   env "${environment[@]}" "${argv[@]}" > "/tmp/spec-server-$type.log" 2>&1 &
   server=$!
@@ -61,6 +66,14 @@ sys.stdout.write("".join(word + "\0" for word in argv))' "$out/llama-server-plan
   echo "--spec-type $type: benchmark.yml rc=$? in $(( $(date +%s) - start ))s"
   kill $server; wait $server 2>/dev/null
   grep -E 'draft|speculative' "/tmp/spec-server-$type.log" | tail -3 > "$out/$type/server-tail.log" 2>/dev/null
+  if [ "$type" = planned ]; then
+    python3 -c 'import json, sys
+memory = json.load(open(sys.argv[1]))["memory"][0]
+print("memory plan: KV cache %(kv_cache_mib)s MiB, %(draft)s %(draft_mib)s MiB (KV cache %(draft_kv_cache_mib)s), "
+      "compute buffer %(compute_buffer_mib)s MiB" % memory)' "$out/llama-server-plan.json"
+    grep -E "model buffer size|KV buffer size|compute buffer size|llama_kv_cache: size" "/tmp/spec-server-$type.log" \
+      | tee "$out/planned/server-buffers.log"
+  fi
 done
 
 # c. The comparison.
