@@ -183,8 +183,8 @@ options:
           - Speculative decoding's second context (llama_server's C(speculative)), sized for the same cells as
             the model's. Needs O(memory_plans[].gguf_path).
           - A draft model (C(gguf_path)) adds its weights, its f16 KV cache and its compute buffer. Before that,
-            its tokenizer is compared with the model's from both headers, as llama-server compares them when it
-            starts; a draft it would refuse is refused here.
+            its tokenizer is compared with the model's from both headers, as llama.cpp compares them; a draft
+            llama.cpp would not draft with is refused here (llama-server only logs it and serves without drafting).
           - An MTP head (C(mtp)) adds an f16 KV cache for the model's nextn layers and a compute buffer; a model
             without nextn layers is refused.
         type: dict
@@ -196,6 +196,17 @@ options:
             description: Draft with the model's own multi-token prediction layers.
             type: bool
             default: false
+          kv_cache_type:
+            description: The draft context's K and V cache type (llama-server's C(-ctkd)/C(-ctvd)).
+            type: str
+            default: f16
+            choices: [f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl]
+          draft_max:
+            description:
+              - Tokens drafted at most (C(--spec-draft-n-max), 3 by default at the pinned commit). With C(mtp),
+                a Qwen3.5 model keeps that many more recurrent states per sequence to roll back rejected drafts.
+            type: int
+            default: 3
       overhead_mib:
         description: Per-GPU CUDA context, cuBLAS workspace and memory pool.
         type: int
@@ -268,6 +279,7 @@ from ansible_collections.v100.llm.plugins.module_utils.memory.plan import (
     DEFAULT_SLOT_CONTEXT_MAX,
     DEFAULT_SLOT_CONTEXT_MIN,
     DEFAULT_SLOTS_MAX,
+    KV_CACHE_TYPES,
     draft_model_read,
     mtp_read,
     shape_from_gguf,
@@ -310,7 +322,9 @@ MEMORY_PLAN_SPEC = dict(
     swa_full=dict(type="bool", default=False),
     tensor_split=dict(type="list", elements="float"),
     split_mode=dict(type="str", default="layer", choices=["layer", "tensor"]),
-    draft=dict(type="dict", options=dict(gguf_path=dict(type="path"), mtp=dict(type="bool", default=False)),
+    draft=dict(type="dict", options=dict(
+        gguf_path=dict(type="path"), mtp=dict(type="bool", default=False), draft_max=dict(type="int", default=3),
+        kv_cache_type=dict(type="str", default="f16", choices=list(KV_CACHE_TYPES))),
                required_one_of=[("gguf_path", "mtp")], mutually_exclusive=[("gguf_path", "mtp")]),
     overhead_mib=dict(type="int", default=DEFAULT_OVERHEAD_MIB),
     safety_margin_mib=dict(type="int", default=DEFAULT_SAFETY_MARGIN_MIB),
@@ -355,7 +369,7 @@ def weights_bytes(path, gguf):
 
 def read_draft(target_gguf, target_path, draft):
     if draft["mtp"]:
-        return mtp_read(target_gguf, target_path)
+        return mtp_read(target_gguf, target_path, draft["draft_max"])
     path = draft["gguf_path"]
     if not os.path.exists(path):
         return {"missing": True, "path": path}

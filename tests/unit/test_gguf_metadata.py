@@ -343,9 +343,10 @@ def test_a_split_count_without_split_no_is_refused_as_llama_cpp_does():
         split_paths("/m/Q-00001-of-00002.gguf", gguf)
 
 
-def _tokenizer(tokens, **keys):
-    kvs = [("general.architecture", "str", "llama"), ("tokenizer.ggml.model", "str", "gpt2"),
+def _tokenizer(tokens, model="gpt2", pre=None, **keys):
+    kvs = [("general.architecture", "str", "llama"), ("tokenizer.ggml.model", "str", model),
            ("tokenizer.ggml.tokens", ("array", "str"), tokens)]
+    kvs += [("tokenizer.ggml.pre", "str", pre)] if pre else []
     kvs += [("tokenizer.ggml.%s" % key, "bool" if key.startswith("add_") else "u32", value)
             for key, value in keys.items()]
     return tokenizer_summary(read_gguf_metadata(io.BytesIO(build_gguf(kvs)), token_digests=True))
@@ -354,22 +355,41 @@ def _tokenizer(tokens, **keys):
 def test_a_draft_vocabulary_is_compared_as_llama_cpp_compares_it():
     """common_speculative_are_compatible (common/speculative.cpp:67-127 at 0c1e57098)."""
     tokens = ["t%d" % position for position in range(300)]
-    target = _tokenizer(tokens, add_bos_token=True, bos_token_id=1, eos_token_id=2)
+    bos = dict(add_bos_token=True, bos_token_id=1)
+    target = _tokenizer(tokens, eos_token_id=2, **bos)
     assert target["tokens"] == 300 and sorted(target["digests"]) == list(range(172, 301))
     # Up to 128 tokens fewer or more, the same texts from id 5: the smaller vocabulary's digest is compared.
-    assert draft_vocab_refusal(target, _tokenizer(tokens[:172], add_bos_token=True, bos_token_id=1)) is None
-    assert draft_vocab_refusal(target, _tokenizer(tokens + ["x"] * 128)) is None
+    assert draft_vocab_refusal(target, _tokenizer(tokens[:172], **bos)) is None
+    assert draft_vocab_refusal(target, _tokenizer(tokens + ["x"] * 128, **bos)) is None
     # Ids 0-4 (control tokens) are not compared.
-    assert draft_vocab_refusal(target, _tokenizer(["other"] + tokens[1:])) is None
-    assert draft_vocab_refusal(target, _tokenizer(tokens[:171])) == (
+    assert draft_vocab_refusal(target, _tokenizer(["other"] + tokens[1:], **bos)) is None
+    assert draft_vocab_refusal(target, _tokenizer(tokens[:171], **bos)) == (
         "its vocabulary has 171 tokens, the model's 300: more than 128 apart")
-    assert draft_vocab_refusal(target, _tokenizer(tokens[:5] + ["other"] + tokens[6:])) == (
+    assert draft_vocab_refusal(target, _tokenizer(tokens[:5] + ["other"] + tokens[6:], **bos)) == (
         "the texts of its tokens 5 to 299 differ from the model's")
     assert draft_vocab_refusal(target, _tokenizer(tokens, add_bos_token=False)) == (
         "it does not add a BOS token and the model adds (tokenizer.ggml.add_bos_token)")
     assert draft_vocab_refusal(target, _tokenizer(tokens, add_bos_token=True, bos_token_id=0)) == (
         "its BOS token is 0, the model's 1 (tokenizer.ggml.bos_token_id)")
     # The EOS id counts only where a model adds one.
-    assert draft_vocab_refusal(target, _tokenizer(tokens, eos_token_id=7)) is None
-    # A header that leaves a setting to llama.cpp's defaults is not refused on it: llama-server checks it.
-    assert draft_vocab_refusal(target, _tokenizer(tokens)) is None
+    assert draft_vocab_refusal(target, _tokenizer(tokens, eos_token_id=7, **bos)) is None
+
+
+def test_settings_a_header_leaves_out_are_llama_cpp_s_defaults():
+    """src/llama-vocab.cpp at 0c1e57098: BPE adds no BOS but for some pre-tokenizers (2174-2185), SPM adds one
+    (2430-2435), Gemma 4 always adds one (2649-2656), and a default id is 11 for BPE, 1 for SPM (2032, 1975)."""
+    tokens = ["t%d" % position for position in range(300)]
+    # Stated here, left to the default there: the same when the default agrees.
+    assert draft_vocab_refusal(_tokenizer(tokens, add_bos_token=False), _tokenizer(tokens)) is None
+    assert draft_vocab_refusal(_tokenizer(tokens, add_bos_token=True), _tokenizer(tokens)) == (
+        "it does not add a BOS token and the model adds (tokenizer.ggml.add_bos_token)")
+    assert draft_vocab_refusal(_tokenizer(tokens, pre="llama-bpe"),
+                               _tokenizer(tokens, pre="llama-bpe", add_bos_token=True, bos_token_id=11)) is None
+    assert draft_vocab_refusal(_tokenizer(tokens, model="llama"), _tokenizer(tokens, model="llama", bos_token_id=1,
+                                                                             add_bos_token=True)) is None
+    # Gemma 4 adds a BOS whatever its header says.
+    assert draft_vocab_refusal(_tokenizer(tokens, pre="gemma4", add_bos_token=False),
+                               _tokenizer(tokens, pre="gemma4", add_bos_token=True)) is None
+    # An id outside the vocabulary keeps the default.
+    assert draft_vocab_refusal(_tokenizer(tokens, model="llama", bos_token_id=1),
+                               _tokenizer(tokens, model="llama", bos_token_id=4000)) is None

@@ -374,7 +374,7 @@ def test_a_draft_model_llama_server_would_refuse_is_refused_from_both_headers(ca
             "draft": {"gguf_path": str(draft)}}
     code, result = run(capsys, module_args(memory_plans=[plan]))
     assert code == 1
-    assert "- memory_plans=smollm2 cannot draft with %s: %s, and llama-server refuses such a draft model" % (
+    assert "- memory_plans=smollm2 cannot draft with %s: %s. llama.cpp does not draft with such a model" % (
         draft, why) in result["msg"]
     assert "Draft with a smaller model of the same family" in result["msg"]
 
@@ -405,3 +405,19 @@ def test_mtp_needs_the_models_nextn_layers_and_counts_their_kv_cache(capsys, tmp
     assert sized["draft_kv_cache_mib"] == 2 * 1 * 8 * 128 * 2048 * 2 // 1048576
     assert sized["draft"] == "MTP head (1 layer)"
     assert sized["draft_mib"] == sized["draft_kv_cache_mib"] + sized["compute_buffer_mib"]
+
+
+def test_a_draft_trained_for_fewer_tokens_than_a_slot_holds_is_warned_about(capsys, tmp_path):
+    """llama.cpp only warns when n_ctx_seq exceeds the draft's trained context (src/llama-context.cpp:327-330)."""
+    draft = tmp_path / "draft.gguf"
+    draft.write_bytes(build_gguf(llama_kvs(**{"llama.context_length": ("u32", 4096)}) + smollm2_tokenizer_kvs()))
+    plan = {"name": "smollm2", "gguf_path": str(SMOLLM2_PREFIX), "context_per_slot": 8192, "slots": 2,
+            "draft": {"gguf_path": str(draft)}}
+    code, result = run(capsys, module_args(memory_plans=[plan]))
+    assert code == 0, result["msg"]
+    assert emitted_warnings(result) == [
+        "Memory plan smollm2: its draft model draft.gguf was trained for 4096 tokens, and a slot holds up to 8192: "
+        "past 4096 its drafts degrade (llama.cpp only warns). Pick a draft trained for longer, or fewer tokens a "
+        "slot."]
+    code, result = run(capsys, module_args(memory_plans=[dict(plan, context_per_slot=4096)]))
+    assert emitted_warnings(result) == []

@@ -7,6 +7,7 @@ import pytest
 from conftest import RECORDED
 
 from ansible_collections.v100.llm.plugins.module_utils.llama.server_plan import (
+    draft_max,
     local_base_url,
     memory_refusal,
     plan_instances,
@@ -532,20 +533,24 @@ def test_speculative_decoding_is_off_unless_asked_and_an_instance_may_choose_its
      "'small', 'n_max': 8} is not a draft model setting: give {draft: <models_list name>} and nothing else (more "
      "drafted tokens: --spec-draft-n-max in extra_args)."),
     ({"speculative": {"draft": "small"}, "extra_args": ["-md", "/srv/other.gguf"]}, {},
-     "llama_server_instances[0] (a).speculative={'draft': 'small'} and extra arguments -md both choose the "
-     "speculative type: keep one."),
+     "llama_server_instances[0] (a).speculative={'draft': 'small'} and extra arguments -md both choose how "
+     "llama-server speculates: keep one (the role sets the draft context's flags from it and from the KV cache types)."),
+    ({"speculative": {"draft": "small"}, "extra_args": ["-ctkd", "q4_0", "-devd", "CUDA1"]}, {},
+     "llama_server_instances[0] (a).speculative={'draft': 'small'} and extra arguments -ctkd, -devd both choose how "
+     "llama-server speculates: keep one (the role sets the draft context's flags from it and from the KV cache "
+     "types)."),
     ({"speculative": "draft-mtp", "extra_args": ["--spec-draft-model=/srv/other.gguf"]}, {},
-     "llama_server_instances[0] (a).speculative=draft-mtp and extra arguments --spec-draft-model both choose the "
-     "speculative type: keep one."),
+     "llama_server_instances[0] (a).speculative=draft-mtp and extra arguments --spec-draft-model both choose how "
+     "llama-server speculates: keep one (the role sets the draft context's flags from it and from the KV cache types)."),
     ({"speculative": False}, {}, "llama_server_instances[0] (a).speculative=False is not a speculative decoding "
      "type the role plans: use off, one of ngram-mod, ngram-simple, ngram-map-k, ngram-map-k4v, draft-mtp, or "
      '{draft: <models_list name>} (YAML reads an unquoted off as false: write "off").'),
     ({"speculative": "ngram-mod", "extra_args": ["--spec-type=ngram-simple"]}, {},
-     "llama_server_instances[0] (a).speculative=ngram-mod and extra arguments --spec-type both choose the "
-     "speculative type: keep one."),
+     "llama_server_instances[0] (a).speculative=ngram-mod and extra arguments --spec-type both choose how "
+     "llama-server speculates: keep one (the role sets the draft context's flags from it and from the KV cache types)."),
     ({}, {"speculative": "ngram-map-k", "extra_args": ["--spec-default"]},
-     "llama_server_speculative=ngram-map-k and extra arguments --spec-default both choose the speculative type: "
-     "keep one."),
+     "llama_server_speculative=ngram-map-k and extra arguments --spec-default both choose how llama-server "
+     "speculates: keep one (the role sets the draft context's flags from it and from the KV cache types)."),
     ({"speculative": "ngram-cache"}, {}, "llama_server_instances[0] (a).speculative='ngram-cache' is not a "
      "speculative decoding type the role plans: use off, one of ngram-mod, ngram-simple, ngram-map-k, "
      "ngram-map-k4v, draft-mtp, or {draft: <models_list name>} (its per-slot cache is not reset between requests at the pinned commit, so it drafts from "
@@ -564,22 +569,27 @@ def test_a_draft_model_is_planned_from_models_list_and_mtp_from_the_model():
     (0c1e570); -md alone does not draft (common/arg.cpp:566-572)."""
     drafted, mtp = plan([
         {"name": "a", "model": "qwen", "port": 8081, "gpus": [0], "speculative": {"draft": "small"}},
-        {"name": "b", "model": "qwen", "port": 8082, "gpus": [1], "speculative": "draft-mtp"}])["instances"]
+        {"name": "b", "model": "qwen", "port": 8082, "gpus": [1], "speculative": "draft-mtp",
+         "extra_args": ["--spec-draft-n-max=5"]}], kv_cache_type="q8_0")["instances"]
     start = drafted["argv"].index("--spec-type")
-    assert drafted["argv"][start:start + 6] == ["--spec-type", "draft-simple", "--spec-draft-model",
-                                                "/srv/models/small.gguf", "--spec-draft-ngl", "all"]
-    assert drafted["memory_plan"]["draft"] == {"gguf_path": "/srv/models/small.gguf"}
+    # The draft's K and V as the model's: q8_0 here.
+    assert drafted["argv"][start:start + 10] == [
+        "--spec-type", "draft-simple", "--spec-draft-model", "/srv/models/small.gguf", "--spec-draft-type-k", "q8_0",
+        "--spec-draft-type-v", "q8_0", "--spec-draft-ngl", "all"]
+    assert drafted["memory_plan"]["draft"] == {"gguf_path": "/srv/models/small.gguf", "kv_cache_type": "q8_0"}
     # A changed draft file restarts the server, as a changed model does.
     assert "/srv/models/small.gguf" in drafted["inputs"]
     assert mtp["argv"][mtp["argv"].index("--spec-type") + 1] == "draft-mtp"
-    assert mtp["memory_plan"]["draft"] == {"mtp": True}
+    # MTP's memory depends on the tokens it drafts at most (--spec-draft-n-max, 3 unless given).
+    assert mtp["memory_plan"]["draft"] == {"mtp": True, "kv_cache_type": "q8_0", "draft_max": 5}
     # benchmark.yml's plain command line has neither; its `planned` comparison adds the instance's own flags.
     engine = drafted["endpoint"]["engine"]
     assert not {"--spec-type", "--spec-draft-model"} & set(engine["server_argv"])
-    assert engine["speculative_argv"] == drafted["argv"][start:start + 6]
+    assert engine["speculative_argv"] == drafted["argv"][start:start + 10]
     assert engine["speculative"] == "draft-simple small"
     assert (mtp["endpoint"]["engine"]["speculative_argv"], mtp["endpoint"]["engine"]["speculative"]) == (
-        ["--spec-type", "draft-mtp"], "draft-mtp")
+        ["--spec-type", "draft-mtp", "--spec-draft-type-k", "q8_0", "--spec-draft-type-v", "q8_0"], "draft-mtp")
+    assert draft_max(["--spec-draft-n-max", "8"]) == 8 and draft_max([]) == 3
     # On the CPU nothing is offloaded, the draft's layers neither.
     cpu = plan([{"name": "a", "model": "qwen", "port": 8081, "speculative": {"draft": "/srv/d.gguf"}}],
                backend="cpu")["instances"][0]

@@ -14,6 +14,7 @@ from ansible_collections.v100.llm.plugins.module_utils.memory.plan import (
     DEFAULT_COMPUTE_BUFFER_MIB,
     KV_CACHE_TYPES,
     MIB,
+    DraftModel,
     KvLayout,
     ModelShape,
     estimate_compute_buffer_mib,
@@ -289,3 +290,23 @@ def test_shape_from_hf_config_missing_fields():
         shape_from_hf_config({"num_attention_heads": 8, "hidden_size": 512})
     with pytest.raises(ValueError, match="neither head_dim nor hidden_size"):
         shape_from_hf_config({"num_attention_heads": 8, "num_hidden_layers": 2})
+
+
+def test_mtp_on_a_model_that_rolls_back_its_recurrent_state_keeps_draft_max_more_states():
+    """n_rs_seq = draft n_max with MTP (common/common.h:396-402); the recurrent cache then has
+    mem_size x (1 + n_rs_seq) rows (src/llama-memory-recurrent.cpp:101) on qwen35 (src/llama-arch.cpp:1123-1132).
+    Shapes of a Qwen3.5-27B-like model: 64 layers, 16 of them attention, 4 KV heads x 256."""
+    layout = KvLayout(full_heads=16 * 4, recurrent_bytes=3 * MIB)
+    inputs = dict(layers=64, kv_heads=4, head_dim=256, weights_bytes=16 * 1024 * MIB, context_per_slot=20480,
+                  slots=4, gpu_memory_mib=32768, layout=layout, compute_buffer_mib=600)
+    plain = plan_memory("plain", **inputs)
+    head = DraftModel(label="MTP head (1 layer)", weights_bytes=0, compute_buffer_mib=600, spread=False,
+                      rollback_states=3, shape=ModelShape(architecture="qwen35", layers=1, kv_heads=4, head_dim=256,
+                                                          kv_layout=KvLayout(full_heads=4)))
+    mtp = plan_memory("mtp", draft=head, **inputs)
+    assert plain.recurrent_mib == 4 * 3  # 3 MiB a sequence, 4 sequences
+    assert mtp.recurrent_mib == 4 * plain.recurrent_mib
+    # One nextn layer's f16 KV cache of the same cells, and its compute buffer; no weights.
+    assert mtp.draft_kv_cache_mib == 2 * 4 * 256 * 20480 * 4 * 2 // MIB
+    assert mtp.draft_mib == mtp.draft_kv_cache_mib + 600
+    assert mtp.required_mib == plain.required_mib + 3 * plain.recurrent_mib + mtp.draft_mib

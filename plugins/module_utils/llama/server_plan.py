@@ -82,8 +82,8 @@ PROMPT_CACHE_OFF_REASON = ("prompt cache off (--cache-ram 0): saving a long prom
 # (common_speculative_get_output_limits, speculative.cpp:2586). A draft model (`speculative: {draft: NAME}`,
 # draft-simple) and the model's own MTP layers (draft-mtp) need a second context, which the memory plan counts
 # (memory/plan.py DraftModel). A draft model is passed with --spec-type draft-simple: with -md alone llama-server
-# infers a type only from a draft GGUF with MTP layers and otherwise loads the draft without drafting
-# (common/arg.cpp:566-572, speculative.cpp:2620-2622). Eagle3, DFlash and DSpark need their own converted heads
+# infers a type only from a draft GGUF with MTP layers or a DFlash one, and otherwise loads the draft without
+# drafting (common/arg.cpp:566-572, speculative.cpp:2270-2304 and 2620-2622). Eagle3, DFlash and DSpark need their own converted heads
 # and are not planned. Nor ngram-cache: its per-slot cache is never reset between requests (begin() does nothing
 # and cache_size only grows, speculative.cpp:2091-2116), so a new request is not indexed until it outgrows the
 # slot's longest earlier one, and drafts from earlier requests meanwhile.
@@ -98,6 +98,15 @@ NOT_PLANNED_TYPES = {
 SPECULATIVE_OFF = "off"
 # Flags that choose or preset the speculative type, which `speculative` sets.
 SPECULATIVE_FLAGS = ("--spec-type", "--spec-default")
+# Flags that place or shape the second context, which the role sets from `speculative` and the KV cache types
+# (common/arg.cpp:4090-4116, 4213-4236 at 0c1e570): in extra_args they would undo what the memory plan counts.
+DRAFT_CONTEXT_FLAGS = ("-devd", "--spec-draft-device", "--device-draft", "-ngld", "--spec-draft-ngl",
+                       "--gpu-layers-draft", "--n-gpu-layers-draft", "-ctkd", "--spec-draft-type-k",
+                       "--cache-type-k-draft", "-ctvd", "--spec-draft-type-v", "--cache-type-v-draft", "-otd",
+                       "--spec-draft-override-tensor", "--override-tensor-draft")
+# How many tokens a draft context drafts at most, which MTP's memory depends on (common/common.h:328, arg.cpp:4140).
+DRAFT_MAX_FLAG = "--spec-draft-n-max"
+DRAFT_MAX_DEFAULT = 3
 # And a draft model, which makes llama-server speculate too (common/arg.cpp:567-572, 3975, 4241 at 0c1e570).
 DRAFT_MODEL_FLAGS = ("-md", "--spec-draft-model", "--model-draft", "-hfd", "-hfrd", "--spec-draft-hf",
                      "--hf-repo-draft")
@@ -306,7 +315,7 @@ def _speculative_errors(where: str, instance: Mapping[str, Any], settings: Mappi
                 or "none: the models role has not run"
             return ["%s.draft=%r is neither a models_list name of a .gguf file (known: %s) nor an absolute path "
                     "to one." % (label, draft, known)]
-        flags = SPECULATIVE_FLAGS + DRAFT_MODEL_FLAGS
+        flags = SPECULATIVE_FLAGS + DRAFT_MODEL_FLAGS + DRAFT_CONTEXT_FLAGS
     elif value != SPECULATIVE_OFF and value not in SPECULATIVE_TYPES:
         why = ' (YAML reads an unquoted off as false: write "off")' if value is False \
             else " (%s)" % NOT_PLANNED_TYPES[value] if value in NOT_PLANNED_TYPES \
@@ -315,13 +324,13 @@ def _speculative_errors(where: str, instance: Mapping[str, Any], settings: Mappi
         return ["%s=%r is not a speculative decoding type the role plans: use off, one of %s, or {draft: "
                 "<models_list name>}%s." % (label, value, ", ".join(SPECULATIVE_TYPES), why)]
     else:
-        flags = SPECULATIVE_FLAGS + (DRAFT_MODEL_FLAGS if value == "draft-mtp" else ())
+        flags = SPECULATIVE_FLAGS + (DRAFT_MODEL_FLAGS + DRAFT_CONTEXT_FLAGS if value == "draft-mtp" else ())
     extra = instance.get("extra_args") if isinstance(instance.get("extra_args"), list) else []
     given = [str(arg).split("=", 1)[0] for arg in list(settings["extra_args"]) + extra
              if str(arg).split("=", 1)[0] in flags]
     if value != SPECULATIVE_OFF and given:
-        return ["%s=%s and extra arguments %s both choose the speculative type: keep one." % (
-            label, value, ", ".join(given))]
+        return ["%s=%s and extra arguments %s both choose how llama-server speculates: keep one (the role sets the "
+                "draft context's flags from it and from the KV cache types)." % (label, value, ", ".join(given))]
     return []
 
 
@@ -563,13 +572,29 @@ def _argv(launch: Mapping[str, Any], ctx_size: int, parallel: int) -> List[str]:
 
 def speculative_argv(launch: Mapping[str, Any]) -> List[str]:
     """The flags of the instance's `speculative` setting."""
+    if launch["speculative"] == SPECULATIVE_OFF:
+        return []
+    # The second context's K and V as the model's (f16 otherwise: a 0.6B draft's f16 cache of 4 slots x 20k
+    # tokens is 8.75 GiB).
+    cache_types = ["--spec-draft-type-k", launch["cache_type_k"], "--spec-draft-type-v", launch["cache_type_v"]]
     if draft_model(launch["speculative"]):
-        # Every draft layer on the GPUs, as the memory plan counts them (its default, auto, fits by free memory).
-        return ["--spec-type", DRAFT_MODEL_TYPE, "--spec-draft-model", launch["draft_path"]] + (
+        # Every draft layer on the GPUs, as the memory plan counts them (what auto means under --fit off too:
+        # src/llama-model.cpp:2004; said, not left to a default).
+        return ["--spec-type", DRAFT_MODEL_TYPE, "--spec-draft-model", launch["draft_path"]] + cache_types + (
             ["--spec-draft-ngl", "all"] if launch["gpu_layers"] is not None else [])
-    if launch["speculative"] != SPECULATIVE_OFF:
-        return ["--spec-type", launch["speculative"]]
-    return []
+    if launch["speculative"] == "draft-mtp":
+        return ["--spec-type", "draft-mtp"] + cache_types
+    return ["--spec-type", launch["speculative"]]
+
+
+def draft_max(extra_args: Sequence[str]) -> int:
+    """--spec-draft-n-max from the extra arguments, else llama.cpp's default."""
+    for position, arg in enumerate(extra_args):
+        value = arg.split("=", 1)[1] if arg.startswith(DRAFT_MAX_FLAG + "=") else \
+            extra_args[position + 1] if arg == DRAFT_MAX_FLAG and position + 1 < len(extra_args) else None
+        if value is not None and value.isdigit():
+            return int(value)
+    return DRAFT_MAX_DEFAULT
 
 
 def speculative_label(speculative: Any) -> str:
@@ -621,9 +646,10 @@ def _memory_plan(name: str, model: str, model_path: str, gpus: Sequence[int], se
         "swa_full": "--swa-full" in launch["extra_args"],
     }
     if draft_model(launch["speculative"]):
-        spec["draft"] = {"gguf_path": launch["draft_path"]}
+        spec["draft"] = {"gguf_path": launch["draft_path"], "kv_cache_type": spec["kv_cache_type"]}
     elif launch["speculative"] == "draft-mtp":
-        spec["draft"] = {"mtp": True}
+        spec["draft"] = {"mtp": True, "kv_cache_type": spec["kv_cache_type"],
+                         "draft_max": draft_max(launch["extra_args"])}
     if "choose_slots" in sizing:
         spec.update(choose_slots=dict(sizing["choose_slots"], floor_variable=REQUEST_VARIABLES),
                     kv_unified=launch["kv_unified"])

@@ -139,6 +139,9 @@ SWA_DEFAULT_PATTERNS = {"gemma2": 2, "gemma3": 6, "cohere2": 4, "gpt-oss": 2, "o
 # last nextn_predict_layers layers, the MTP head, keep neither in the main model's memory; counted here as
 # attention layers: more, never less).
 HYBRID_ATTENTION_INTERVALS = {"qwen3next": 4, "qwen35": 4, "qwen35moe": 4}
+# Of those, the ones whose recurrent state llama.cpp rolls back after rejected drafts (llm_arch_supports_rs_rollback,
+# src/llama-arch.cpp:1123-1132 at 0c1e57098), keeping n_rs_seq more rows per sequence.
+RECURRENT_ROLLBACK_ARCHITECTURES = frozenset(("qwen35", "qwen35moe"))
 # Recurrent state elements are float32 (src/llama-model.cpp create_memory at 0c1e57098).
 RECURRENT_STATE_BYTES = 4
 
@@ -164,7 +167,11 @@ class DraftModel:
     default, common/common.h:343-344) and its own compute buffer. A draft model adds its weights, split over
     the GPUs as the target's are (it inherits the devices, split mode and -ts: common_base_params_to_speculative,
     speculative.cpp:2446-2481). An MTP context runs on the target's weights and keeps a KV cache for the nextn
-    layers only (src/llama-model.cpp:2400-2420): `shape` is those layers, all counted on the busiest GPU."""
+    layers only (src/llama-model.cpp:2660-2664 and 2794-2803 for Qwen3.5): `shape` is those layers, all counted
+    on the busiest GPU. With MTP the target's own recurrent state keeps n_max more rows per sequence on the
+    architectures that roll it back (n_rs_seq: common/common.h:396-402, src/llama-context.cpp:105-110,
+    src/llama-memory-recurrent.cpp:101): `rollback_states`. kv_cache_type is -ctkd/-ctvd's, which the role sets
+    to the target's."""
 
     label: str
     shape: ModelShape
@@ -172,17 +179,18 @@ class DraftModel:
     compute_buffer_mib: int
     spread: bool
     kv_cache_type: str = "f16"
+    rollback_states: int = 0
 
 
 def draft_model_read(target_gguf: Mapping[str, Any], draft_gguf: Mapping[str, Any], draft_path: str,
                      draft_weights_bytes: int) -> Dict[str, Any]:
-    """A draft model for size_plan's `draft_read`, or why llama-server would refuse it (both headers read with
-    token_digests)."""
+    """A draft model for size_plan's `draft_read`, or why llama.cpp would not draft with it (both headers read
+    with token_digests)."""
     why = draft_vocab_refusal(tokenizer_summary(dict(target_gguf)), tokenizer_summary(dict(draft_gguf)))
     if why:
-        return {"refusal": "cannot draft with %s: %s, and llama-server refuses such a draft model "
-                           "(common_speculative_are_compatible, common/speculative.cpp at 0c1e57098)" % (
-                               draft_path, why),
+        return {"refusal": "cannot draft with %s: %s. llama.cpp does not draft with such a model "
+                           "(common_speculative_are_compatible, common/speculative.cpp:67-127 at 0c1e57098): "
+                           "llama-server would log an error and serve without drafting" % (draft_path, why),
                 "fix": "Draft with a smaller model of the same family, which shares its tokenizer, or set "
                        "speculative to off or an n-gram type"}
     shape = shape_from_gguf(draft_gguf)
@@ -190,9 +198,10 @@ def draft_model_read(target_gguf: Mapping[str, Any], draft_gguf: Mapping[str, An
             "weights_bytes": draft_weights_bytes, "spread": True, "compute_shape": shape}
 
 
-def mtp_read(target_gguf: Mapping[str, Any], target_path: str) -> Dict[str, Any]:
+def mtp_read(target_gguf: Mapping[str, Any], target_path: str, draft_max: int) -> Dict[str, Any]:
     """The MTP context for size_plan's `draft_read`, or why the model has none: llama.cpp creates it only for
-    a model with nextn layers (<arch>.nextn_predict_layers; src/llama-context.cpp:3881 at 0c1e57098)."""
+    a model with nextn layers (<arch>.nextn_predict_layers; src/llama-context.cpp:3881 at 0c1e57098).
+    draft_max: the tokens drafted at most (--spec-draft-n-max)."""
     summary = model_summary(dict(target_gguf))
     nextn = summary.get("nextn_predict_layers") or 0
     if not nextn:
@@ -204,7 +213,8 @@ def mtp_read(target_gguf: Mapping[str, Any], target_path: str) -> Dict[str, Any]
     shape = shape_from_gguf(target_gguf)
     return {"label": "MTP head (%d layer%s)" % (nextn, "" if nextn == 1 else "s"), "weights_bytes": 0,
             "spread": False, "compute_shape": shape,
-            "shape": replace(shape, layers=nextn, kv_layout=KvLayout(full_heads=nextn * shape.kv_heads))}
+            "shape": replace(shape, layers=nextn, kv_layout=KvLayout(full_heads=nextn * shape.kv_heads)),
+            "rollback_states": draft_max if summary["architecture"] in RECURRENT_ROLLBACK_ARCHITECTURES else 0}
 
 
 def hybrid_recurrent_flags(architecture: str, layers: int, interval: Any, recurrent_layers: Any,
@@ -544,7 +554,8 @@ def plan_memory(name: str, *, layers: int, kv_heads: int, head_dim: int, weights
         kv_cache_bytes(1, full_heads, head_dim, cells_per_slot, slots, kv_cache_type)
         + (kv_cache_bytes(1, swa_heads, head_dim, swa_cells, slots, kv_cache_type) if swa_heads else 0))
     # One recurrent state per sequence (a cell per slot: src/llama-model.cpp, mem_size = n_seq_max).
-    recurrent_mib = _ceil_mib(layout.recurrent_bytes * layers_per_gpu * slots * sequences_per_stream / layers)
+    rows = 1 + (draft.rollback_states if draft else 0)
+    recurrent_mib = _ceil_mib(layout.recurrent_bytes * rows * layers_per_gpu * slots * sequences_per_stream / layers)
     drafted = plan_memory(
         "%s %s" % (name, draft.label), layers=draft.shape.layers, kv_heads=draft.shape.kv_heads,
         head_dim=draft.shape.head_dim, weights_bytes=draft.weights_bytes, context_per_slot=context_per_slot,

@@ -142,6 +142,7 @@ def size_plan(plan: Mapping[str, Any], budget_mib: Optional[int], shared: str = 
                 if shape else DEFAULT_COMPUTE_BUFFER_MIB
         drafting = DraftModel(
             label=draft["label"], shape=draft["shape"], weights_bytes=draft["weights_bytes"], spread=draft["spread"],
+            kv_cache_type=plan["draft"]["kv_cache_type"], rollback_states=draft.get("rollback_states", 0),
             compute_buffer_mib=estimate_compute_buffer_mib(draft["compute_shape"], cells, plan["ubatch"],
                                                            plan["flash_attention"])) if draft else None
         return plan_memory(
@@ -157,7 +158,7 @@ def size_plan(plan: Mapping[str, Any], budget_mib: Optional[int], shared: str = 
     try:
         if choice is None:
             sized = plan_for(plan["slots"], plan["context_per_slot"])
-            return sized.as_dict(), _refusal(sized, shared), None
+            return sized.as_dict(), _refusal(sized, shared), _draft_context_warning(name, draft, sized)
         sized, chosen = choose_slots(plan_for, n_ctx_train=shape.context_length if shape else None, **_bounds(choice))
     except ValueError as error:
         return plan_error(name, "cannot be sized: %s" % error, "Correct the plan's numbers")
@@ -168,7 +169,19 @@ def size_plan(plan: Mapping[str, Any], budget_mib: Optional[int], shared: str = 
     reason += _smaller_kv_cache_note(plan, plan_for, chosen, choice, shape.context_length if shape else None)
     result.update(chosen_slots=chosen.slots, chosen_context_per_slot=chosen.context_per_slot, choice=reason,
                   message="%s; %s" % (reason, result["message"]))
-    return result, None, None
+    return result, None, _draft_context_warning(name, draft, sized)
+
+
+def _draft_context_warning(name: str, draft: Mapping[str, Any], sized: MemoryPlan) -> Optional[str]:
+    """A draft model trained for fewer tokens than a slot holds drafts worse past them; llama.cpp only warns
+    (src/llama-context.cpp:327-330 at 0c1e57098)."""
+    # A slot holds its cells, or a unified cache's whole pool (plan_for gives that as context_per_slot).
+    trained = draft["shape"].context_length if draft.get("weights_bytes") else None
+    if not trained or sized.context_per_slot <= trained:
+        return None
+    return "Memory plan %s: its %s was trained for %d tokens, and a slot holds up to %d: past %d its drafts " \
+           "degrade (llama.cpp only warns). Pick a draft trained for longer, or fewer tokens a slot." % (
+               name, draft["label"], trained, sized.context_per_slot, trained)
 
 
 def _smaller_kv_cache_note(plan: Mapping[str, Any], plan_for: Callable[..., MemoryPlan], chosen: SlotChoice,

@@ -374,41 +374,66 @@ def model_summary(gguf: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def tokenizer_summary(gguf: Dict[str, Any]) -> Dict[str, Any]:
-    """What llama.cpp compares before a model drafts for another, from read_gguf_metadata(token_digests=True).
-
-    add_bos, add_eos, bos and eos are None where the header leaves them to llama.cpp's defaults, which depend on
-    the tokenizer model and pre-tokenizer (src/llama-vocab.cpp:1971-2452 at 0c1e57098).
-    """
+    """What llama.cpp compares before a model drafts for another, from read_gguf_metadata(token_digests=True):
+    the vocabulary type, and whether it adds a BOS and an EOS token and which, as llama.cpp resolves them
+    (_special_tokens)."""
     metadata = gguf["metadata"]
     model = metadata.get("tokenizer.ggml.model")
-    return {
-        "model": model,
-        "pre": metadata.get("tokenizer.ggml.pre"),
-        "vocab_type": VOCAB_TYPES.get(model, model),
-        "add_bos": metadata.get("tokenizer.ggml.add_bos_token"),
-        "add_eos": metadata.get("tokenizer.ggml.add_eos_token"),
-        "bos": metadata.get("tokenizer.ggml.bos_token_id"),
-        "eos": metadata.get("tokenizer.ggml.eos_token_id"),
-        "tokens": gguf["array_lengths"].get(TOKENS_KEY),
-        "digests": gguf.get("token_digests") or {},
-    }
+    tokens = gguf["array_lengths"].get(TOKENS_KEY)
+    add_bos, add_eos, bos, eos = _special_tokens(model, metadata.get("tokenizer.ggml.pre") or "default",
+                                                 metadata, tokens)
+    return {"model": model, "vocab_type": VOCAB_TYPES.get(model, model), "add_bos": add_bos, "add_eos": add_eos,
+            "bos": bos, "eos": eos, "tokens": tokens, "digests": gguf.get("token_digests") or {}}
+
+
+# llama_vocab::impl::load at 0c1e57098 (src/llama-vocab.cpp): each tokenizer model's default BOS and EOS ids
+# (1971-2143), whether it adds them (2430-2452; BPE adds a BOS for these pre-tokenizers only, 2174-2185, 2307,
+# 2333, and none with chatglm's, 2286-2293), then the header's keys (2594-2595, 2641-2645; an id outside the
+# vocabulary keeps the default, 2627-2632), then Gemma 4 always adds a BOS (2649-2656).
+DEFAULT_SPECIAL_TOKENS = {"SPM": (True, False, 1, 2), "WPM": (True, False, 101, None), "BPE": (False, False, 11, 11),
+                          "UGM": (False, True, None, 1), "RWKV": (False, False, None, None),
+                          "PLaMo2": (False, False, 1, 2)}
+BPE_PRE_ADDING_BOS = ("llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2",
+                      "jina-v5-nano", "tekken", "chameleon")
+BPE_PRE_WITHOUT_BOS = ("chatglm-bpe", "glm4", "glm5")
+GEMMA4_PRE = ("gemma4", "granite-embed-multi-311m")
+
+
+def _special_tokens(model: Any, pre: str, metadata: Dict[str, Any], tokens: Optional[int]) -> Tuple[Any, ...]:
+    """(add_bos, add_eos, bos id, eos id) as llama.cpp resolves them; None for an id it leaves unset."""
+    if model == "gemma4":
+        pre = "gemma4"
+    add_bos, add_eos, bos, eos = DEFAULT_SPECIAL_TOKENS.get(VOCAB_TYPES.get(model, ""), (False, False, None, None))
+    if model == "gemma4":
+        bos = eos = None
+    elif VOCAB_TYPES.get(model) == "BPE":
+        add_bos = pre in BPE_PRE_ADDING_BOS
+        bos = None if pre in BPE_PRE_WITHOUT_BOS else bos
+
+    def stated(key: str, default: Any) -> Any:
+        value = metadata.get(key)
+        in_range = default is None or tokens is None or default < tokens
+        return value if value is not None and (tokens is None or value < tokens) else default if in_range else None
+
+    bos, eos = stated("tokenizer.ggml.bos_token_id", bos), stated("tokenizer.ggml.eos_token_id", eos)
+    add_bos = bool(metadata.get("tokenizer.ggml.add_bos_token", add_bos)) or pre in GEMMA4_PRE
+    add_eos = bool(metadata.get("tokenizer.ggml.add_eos_token", add_eos))
+    return add_bos, add_eos, bos, eos
 
 
 def draft_vocab_refusal(target: Dict[str, Any], draft: Dict[str, Any]) -> Optional[str]:
-    """Why llama-server would refuse `draft` (a tokenizer_summary) as the draft model of `target`, or None.
-
-    The checks of common_speculative_are_compatible (common/speculative.cpp:67-127 at 0c1e57098), made on the
-    headers. Where a header leaves a BOS/EOS setting to llama.cpp's defaults the headers cannot always tell, so
-    only settings both state are compared; llama-server checks the rest when it starts, and refuses then.
-    """
+    """Why llama.cpp would not draft with `draft` (a tokenizer_summary) for `target`, or None: the checks of
+    common_speculative_are_compatible (common/speculative.cpp:67-127 at 0c1e57098), made on the headers.
+    llama-server does not refuse such a draft: it logs the error and serves without drafting
+    (tools/server/server-context.cpp:1239-1261)."""
     if draft["vocab_type"] != target["vocab_type"]:
         return "its vocabulary type is %s (tokenizer.ggml.model %s), the model's %s (%s)" % (
             draft["vocab_type"], draft["model"], target["vocab_type"], target["model"])
     for use, token in (("add_bos", "bos"), ("add_eos", "eos")):
-        if _stated_apart(target[use], draft[use]):
+        if target[use] != draft[use]:
             return "it %s a %s token and the model %s (tokenizer.ggml.%s_token)" % (
                 _adds(draft[use]), token.upper(), _adds(target[use]), use)
-        if (target[use] or draft[use]) and _stated_apart(target[token], draft[token]):
+        if target[use] and target[token] != draft[token]:
             return "its %s token is %s, the model's %s (tokenizer.ggml.%s_token_id)" % (
                 token.upper(), draft[token], target[token], token)
     target_size, draft_size = target["tokens"], draft["tokens"]
@@ -421,10 +446,6 @@ def draft_vocab_refusal(target: Dict[str, Any], draft: Dict[str, Any]) -> Option
     if common > VOCAB_CHECK_START_TOKEN_ID and target["digests"].get(common) != draft["digests"].get(common):
         return "the texts of its tokens %d to %d differ from the model's" % (VOCAB_CHECK_START_TOKEN_ID, common - 1)
     return None
-
-
-def _stated_apart(target: Any, draft: Any) -> bool:
-    return target is not None and draft is not None and target != draft
 
 
 def _adds(value: Any) -> str:
