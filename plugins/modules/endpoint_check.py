@@ -13,7 +13,8 @@ description:
   - "Per endpoint: C(/v1/models) lists the served name; a chat completion; a streamed one that arrives in several
     chunks, with the time to the first and the usage counts; a tool call and its result, where the model's chat
     template supports tools; a prompt of I(prompt_tokens_max) tokens; HTTP 401 without a key and with a wrong
-    one."
+    one; and where a llama-server instance is planned to speculate (C(engine.speculative)), that every slot
+    drafts (C(/slots)): llama-server serves without drafting when it cannot use its draft."
   - Fails when any check fails, naming the endpoint, its URL and what broke. Changes nothing.
 options:
   endpoints:

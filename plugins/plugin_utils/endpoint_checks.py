@@ -110,6 +110,23 @@ def _tool_support(base_url: str, endpoint: Mapping[str, Any]) -> str:
     return "" if caps.get("supports_tools") else "the model's chat template has no tool support (llama-server /props)"
 
 
+def _drafting(base_url: str, endpoint: Mapping[str, Any]) -> Dict[str, str]:
+    """An instance planned to speculate drafts in every slot (llama-server's /slots `speculative`): with a draft
+    whose tokenizer does not match, llama-server logs an error at start and serves without drafting
+    (tools/server/server-context.cpp:1239-1261 at 0c1e57098)."""
+    planned = endpoint["engine"]["speculative"]
+    request = urllib.request.Request(base_url.rsplit("/v1", 1)[0] + "/slots",
+                                     headers={"Authorization": "Bearer %s" % endpoint.get("api_key", "")})
+    with DIRECT.open(request, timeout=60) as answer:
+        slots = json.load(answer)
+    idle = [slot["id"] for slot in slots if not slot.get("speculative")]
+    if idle:
+        return row("drafting", "failed", "planned to speculate (%s), but slots %s do not draft (/slots): llama-server "
+                   "said why when it started (journalctl -u %s)" % (planned, ", ".join(map(str, idle)),
+                                                                   endpoint["engine"]["unit"]))
+    return row("drafting", "ok", "every slot drafts (%s)" % planned)
+
+
 def _tools(client: Any, endpoint: Mapping[str, Any], base_url: str) -> Dict[str, str]:
     unsupported = _tool_support(base_url, endpoint)
     if unsupported:
@@ -176,6 +193,8 @@ def check_endpoint(openai: Any, base_url: str, endpoint: Mapping[str, Any], time
         ("stream", lambda: _stream(client, endpoint)), ("tool call", lambda: _tools(client, endpoint, base_url)),
         ("longest prompt", lambda: _longest_prompt(client, endpoint)),
         ("API key", lambda: _keys(openai, base_url, endpoint))]
+    if endpoint["kind"] == "llama-server" and endpoint.get("engine", {}).get("speculative", "off") != "off":
+        checks.append(("drafting", lambda: _drafting(base_url, endpoint)))
     rows: List[Dict[str, str]] = []
     for name, check in checks:
         if rows and rows[0]["detail"].startswith(NO_ANSWER):

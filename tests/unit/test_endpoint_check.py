@@ -47,8 +47,9 @@ def stub(behaviour):
 
         def do_GET(self):
             if self.authorized():
-                self.answer(200, (RECORDED / ("models.json" if self.path == "/v1/models" else "props.json"))
-                            .read_bytes())
+                name = {"/v1/models": "models.json", "/slots": behaviour.get("slots", "slots.json")}.get(
+                    self.path, "props.json")
+                self.answer(200, (RECORDED / name).read_bytes())
 
         def do_POST(self):
             request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -77,10 +78,10 @@ def stub(behaviour):
     return server
 
 
-def run_checks(**behaviour):
+def run_checks(endpoint=None, **behaviour):
     server = stub(behaviour)
     try:
-        rows = check_endpoint(openai, "http://127.0.0.1:%d/v1" % server.server_address[1], ENDPOINT, 30)
+        rows = check_endpoint(openai, "http://127.0.0.1:%d/v1" % server.server_address[1], endpoint or ENDPOINT, 30)
     finally:
         server.shutdown()
     return {row["check"]: row for row in rows}
@@ -95,6 +96,19 @@ def test_llama_server_as_recorded_passes_each_check_and_skips_tools_its_template
     assert rows["stream"]["detail"].endswith("usage 36 prompt + 8 completion tokens")
     assert "no tool support" in rows["tool call"]["detail"]
     assert rows["API key"]["detail"] == "401 without a key and with a wrong one"
+
+
+def test_an_instance_planned_to_draft_is_checked_to_draft_in_every_slot():
+    """llama-server serves without drafting when it cannot use the draft (server-context.cpp:1239-1261)."""
+    drafting = dict(ENDPOINT, engine={"speculative": "draft-simple smollm2", "unit": "llama-server-demo"})
+    rows = run_checks(drafting, slots="slots-drafting.json")
+    assert rows["drafting"] == {"check": "drafting", "state": "ok",
+                                "detail": "every slot drafts (draft-simple smollm2)"}
+    assert run_checks(drafting)["drafting"] == {
+        "check": "drafting", "state": "failed", "detail": "planned to speculate (draft-simple smollm2), but slots 0, 1 "
+        "do not draft (/slots): llama-server said why when it started (journalctl -u llama-server-demo)"}
+    # Planned off: no such check.
+    assert "drafting" not in run_checks(dict(drafting, engine=dict(drafting["engine"], speculative="off")))
 
 
 def test_a_stream_that_arrives_in_one_chunk_fails_and_says_why():
