@@ -71,8 +71,13 @@ sys.stdout.write("".join(word + "\0" for word in argv))' "$out/llama-server-plan
 memory = json.load(open(sys.argv[1]))["memory"][0]
 print("memory plan: KV cache %(kv_cache_mib)s MiB, %(draft)s %(draft_mib)s MiB (KV cache %(draft_kv_cache_mib)s), "
       "compute buffer %(compute_buffer_mib)s MiB" % memory)' "$out/llama-server-plan.json"
-    grep -E "model buffer size|KV buffer size|compute buffer size|llama_kv_cache: size" "/tmp/spec-server-$type.log" \
+    # The buffers llama-server allocated, for both contexts: it logs them at -lv 4 only.
+    env "${environment[@]}" timeout 60 "${argv[@]}" -lv 4 > "/tmp/spec-server-buffers.log" 2>&1 &
+    server=$!
+    python3 tests/gpu/wait_health.py http://127.0.0.1:8081/health
+    grep -E "model buffer size|KV buffer size|compute buffer size" /tmp/spec-server-buffers.log \
       | tee "$out/planned/server-buffers.log"
+    kill $server; wait $server 2>/dev/null
   fi
 done
 
