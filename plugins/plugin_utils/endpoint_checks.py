@@ -99,14 +99,19 @@ def _stream(client: Any, endpoint: Mapping[str, Any]) -> Dict[str, str]:
     return row("stream", "failed" if problems else "ok", "; ".join([detail] + problems))
 
 
+def _server_json(base_url: str, endpoint: Mapping[str, Any], path: str) -> Any:
+    """One of llama-server's own JSON endpoints (beside /v1), with the key."""
+    request = urllib.request.Request(base_url.rsplit("/v1", 1)[0] + path,
+                                     headers={"Authorization": "Bearer %s" % endpoint.get("api_key", "")})
+    with DIRECT.open(request, timeout=60) as answer:
+        return json.load(answer)
+
+
 def _tool_support(base_url: str, endpoint: Mapping[str, Any]) -> str:
     """Why tools are not offered, "" when they are or the server does not say (llama-server's /props)."""
     if endpoint["kind"] != "llama-server":
         return ""
-    request = urllib.request.Request(base_url.rsplit("/v1", 1)[0] + "/props",
-                                     headers={"Authorization": "Bearer %s" % endpoint.get("api_key", "")})
-    with DIRECT.open(request, timeout=60) as answer:
-        caps = json.load(answer).get("chat_template_caps", {})
+    caps = _server_json(base_url, endpoint, "/props").get("chat_template_caps", {})
     return "" if caps.get("supports_tools") else "the model's chat template has no tool support (llama-server /props)"
 
 
@@ -115,10 +120,7 @@ def _drafting(base_url: str, endpoint: Mapping[str, Any]) -> Dict[str, str]:
     whose tokenizer does not match, llama-server logs an error at start and serves without drafting
     (tools/server/server-context.cpp:1239-1261 at 0c1e57098)."""
     planned = endpoint["engine"]["speculative"]
-    request = urllib.request.Request(base_url.rsplit("/v1", 1)[0] + "/slots",
-                                     headers={"Authorization": "Bearer %s" % endpoint.get("api_key", "")})
-    with DIRECT.open(request, timeout=60) as answer:
-        slots = json.load(answer)
+    slots = _server_json(base_url, endpoint, "/slots")
     idle = [slot["id"] for slot in slots if not slot.get("speculative")]
     if idle:
         return row("drafting", "failed", "planned to speculate (%s), but slots %s do not draft (/slots): llama-server "

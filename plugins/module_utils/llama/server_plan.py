@@ -225,10 +225,8 @@ def _instance_errors(where: str, instance: Mapping[str, Any], settings: Mapping[
         errors.append("%s.model=%r is a Hugging Face model folder (for vllm_server_model): llama-server loads a "
                       ".gguf file; name a models_list entry with a .gguf file." % (where, model))
     elif not _model_path(model, models_files)[0]:
-        known = ", ".join(sorted(name for name in models_files if not models_files[name].get("folder"))) \
-            or "none: the models role has not run"
         errors.append("%s.model=%r is neither a models_list name (known: %s) nor an absolute path to a "
-                      ".gguf file." % (where, model, known))
+                      ".gguf file." % (where, model, _known_gguf_models(models_files)))
     sizes_valid = True
     for key in ("ctx_size", "parallel"):
         label, value = _setting(where, instance, settings, key)
@@ -296,6 +294,12 @@ def _instance_errors(where: str, instance: Mapping[str, Any], settings: Mapping[
     return errors
 
 
+def _known_gguf_models(models_files: Mapping[str, Any]) -> str:
+    """The models_list names of .gguf files, for a refusal."""
+    return ", ".join(sorted(name for name in models_files if not models_files[name].get("folder"))) \
+        or "none: the models role has not run"
+
+
 def draft_model(speculative: Any) -> Any:
     """The draft model a `speculative` setting names ({draft: NAME}), or None."""
     return speculative.get("draft") if isinstance(speculative, Mapping) else None
@@ -311,10 +315,8 @@ def _speculative_errors(where: str, instance: Mapping[str, Any], settings: Mappi
                     "drafted tokens: --spec-draft-n-max in extra_args)." % (label, dict(value))]
         if isinstance(draft, str) and (models_files.get(draft) or {}).get("folder") \
                 or not _model_path(draft, models_files)[0]:
-            known = ", ".join(sorted(name for name in models_files if not models_files[name].get("folder"))) \
-                or "none: the models role has not run"
             return ["%s.draft=%r is neither a models_list name of a .gguf file (known: %s) nor an absolute path "
-                    "to one." % (label, draft, known)]
+                    "to one." % (label, draft, _known_gguf_models(models_files))]
         flags = SPECULATIVE_FLAGS + DRAFT_MODEL_FLAGS + DRAFT_CONTEXT_FLAGS
     elif value != SPECULATIVE_OFF and value not in SPECULATIVE_TYPES:
         why = ' (YAML reads an unquoted off as false: write "off")' if value is False \
