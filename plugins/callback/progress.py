@@ -13,7 +13,8 @@ type: notification
 short_description: One line per stage, the failing task, the verify report and how to use the servers
 description:
   - "For scripts/demo, which keeps Ansible's full output in a log file: prints one line per play (a stage of
-    site.yml) with its time and counts, each failing task with its message, each host's recap, the checks of
+    site.yml) with its time and counts, each failing task with its message, each host's recap, the message of
+    each debug task named C(Summary: ...) (the telemetry's, the host report's), the checks of
     v100.llm.endpoint_check and how to call each endpoint, then the log's path."
   - Writes to the file descriptor in C(V100_LLM_PROGRESS_FD) (standard error when unset).
 requirements:
@@ -26,6 +27,9 @@ options:
     env:
       - name: V100_LLM_LOG
 """
+
+# The name a debug task starts with to have its message printed at the end of the run.
+SUMMARY = "Summary:"
 
 
 def _message(result):
@@ -48,7 +52,7 @@ class CallbackModule(CallbackBase):
         self._out = os.fdopen(int(fd), "w", buffering=1, closefd=False) if fd.isdigit() else sys.stderr
         self._play, self._started, self._counts, self._hosts = None, 0.0, {}, set()
         # A failure a rescue or a later task of the same host outlives is not the run's: held until then.
-        self._pending, self._failures, self._reports, self._usage = {}, [], [], []
+        self._pending, self._failures, self._reports, self._usage, self._summaries = {}, [], [], [], []
         # The last failure each host went on from: an `always:` runs after one that still ends the host's run.
         self._outlived = {}
 
@@ -78,6 +82,12 @@ class CallbackModule(CallbackBase):
         self._hosts.add(result.host.get_name())
 
     def _keep_report(self, result):
+        # A debug task named "Summary: ..." (the telemetry's and the host report's) is printed at the end.
+        # A role's task is named "<role> : <name>".
+        if result.task.action.endswith("debug") and result.task.get_name().split(" : ")[-1].strip().startswith(SUMMARY):
+            message = result.result.get("msg", [])
+            self._summaries += ["%s: %s" % (result.host.get_name(), line)
+                                for line in (message if isinstance(message, list) else [message])]
         if result.task.action.endswith("endpoint_check"):
             host = result.host.get_name()
             self._reports += ["%s: %s" % (host, line) for line in result.result.get("summary", [])]
@@ -124,6 +134,8 @@ class CallbackModule(CallbackBase):
         self._failures += [self._outlived[host] for host in sorted(failed) if host in self._outlived
                            and not any(line.startswith("FAILED on %s " % host) for line in self._failures)]
         for line in self._failures:
+            self._say(line)
+        for line in self._summaries:
             self._say(line)
         if self._reports:
             self._say("What the OpenAI client found:")

@@ -13,6 +13,9 @@ import xml.etree.ElementTree as ET
 
 from ansible_collections.v100.llm.plugins.module_utils.gpu.catalog import GpuModel, lookup, lookup_by_name, normalize_pci_device_id
 from ansible_collections.v100.llm.plugins.module_utils.gpu.catalog import architecture, family_compute_capability
+from ansible_collections.v100.llm.plugins.module_utils.telemetry.smi_xml import enabled as _enabled, first_number
+from ansible_collections.v100.llm.plugins.module_utils.telemetry.smi_xml import integer as _integer, text as _text
+from ansible_collections.v100.llm.plugins.module_utils.telemetry.smi_xml import throttle_states
 
 # PCI display classes: VGA (a card with a display output), 3D controller (headless
 # data-center cards: every Tesla), other display controller.
@@ -33,10 +36,7 @@ _LSPCI_IDS = re.compile(r"\s*\[(?P<vendor>[0-9a-fA-F]{4}):(?P<device>[0-9a-fA-F]
 _LSPCI_REV = re.compile(r"\s*\(rev [0-9a-fA-F]+\)\s*$")
 _NVIDIA_VENDOR_NAME = "NVIDIA Corporation"
 
-_THROTTLE_PARENTS = ("clocks_event_reasons", "clocks_throttle_reasons")  # newer, older drivers
-_THROTTLE_PREFIXES = ("clocks_event_reason_", "clocks_throttle_reason_")
 _POWER_LIMIT_PATHS = ("power_readings/power_limit", "gpu_power_readings/current_power_limit")
-_LEADING_NUMBER = re.compile(r"^\s*(\d+(?:\.\d+)?)")
 
 _DRIVER_UNAVAILABLE = "couldn't communicate with the nvidia driver"
 _UNKNOWN_FIELD = "is not a valid field to query"
@@ -105,49 +105,13 @@ def parse_lspci(text: str) -> list[dict]:
     return devices
 
 
-def _text(element: ET.Element, path: str) -> str | None:
-    found = element.find(path)
-    if found is None or found.text is None:
-        return None
-    value = found.text.strip()
-    return None if value in ("", "N/A") else value
-
-
-def _number(element: ET.Element, path: str) -> float | None:
-    # Values carry units ("32510 MiB", "16x", "66 C", "250.00 W") or "N/A".
-    value = _text(element, path)
-    match = _LEADING_NUMBER.match(value) if value else None
-    return float(match.group(1)) if match else None
-
-
-def _integer(element: ET.Element, path: str) -> int | None:
-    value = _number(element, path)
-    return None if value is None else int(value)
-
-
-def _enabled(element: ET.Element, path: str) -> bool | None:
-    value = _text(element, path)
-    return None if value is None else value == "Enabled"
-
-
 def _throttle_reasons(gpu: ET.Element) -> list[str] | None:
-    for parent_name, prefix in zip(_THROTTLE_PARENTS, _THROTTLE_PREFIXES):
-        parent = gpu.find(parent_name)
-        if parent is not None:
-            return [
-                child.tag[len(prefix) :] if child.tag.startswith(prefix) else child.tag
-                for child in parent
-                if (child.text or "").strip() == "Active"
-            ]
-    return None
+    states = throttle_states(gpu)
+    return None if states is None else [reason for reason, active in states.items() if active]
 
 
 def _power_limit(gpu: ET.Element) -> float | None:
-    for path in _POWER_LIMIT_PATHS:
-        value = _number(gpu, path)
-        if value is not None:
-            return value
-    return None
+    return first_number(gpu, *_POWER_LIMIT_PATHS)
 
 
 def _pci_class(gpu: ET.Element) -> str | None:
