@@ -289,3 +289,24 @@ def test_summary_of_a_scrape(tmp_path):
     assert found["throttled"] == ["3:sw_power_cap", "6:sw_power_cap"]
     assert found["xid_events"] == {"0000:02:00.0 xid 79": 1}
     assert found["servers_up"] == {"smollm2": True}
+
+
+def test_a_kernel_log_too_long_to_read_is_counted_from_its_last_line(tmp_path, monkeypatch):
+    # A journalctl that takes too long for the whole log but answers -n 1 at once, then the lines after it.
+    fake = tmp_path / "bin" / "journalctl"
+    fake.parent.mkdir()
+    fake.write_text('#!/bin/sh\ncase " $* " in\n'
+                    '  *" -n 1 "*) echo \'{"__CURSOR": "s=b;i=99", "MESSAGE": "x", "__REALTIME_TIMESTAMP": "0"}\' ;;\n'
+                    '  *"--after-cursor s=b;i=99"*) echo \'{"__CURSOR": "s=b;i=100", "__REALTIME_TIMESTAMP": "5",'
+                    ' "MESSAGE": "NVRM: Xid (PCI:0000:02:00): 79, GPU has fallen off the bus."}\' ;;\n'
+                    '  *) sleep 30 ;;\nesac\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", "%s:%s" % (fake.parent, os.environ["PATH"]))
+    settings = dict(config(tmp_path, ["false"]), journal_match=["_TRANSPORT=kernel"], journal_timeout=1,
+                    nvidia_smi=None)
+    first = collect.run(settings)
+    assert "v100_telemetry_xid_read_success 0" in first
+    assert json.loads((tmp_path / "xid.json").read_text())["cursor"] == "s=b;i=99"
+    second = collect.run(settings)
+    assert "v100_telemetry_xid_read_success 1" in second
+    assert 'v100_xid_events_total{pci_bus_id="0000:02:00.0",xid="79",class="hardware"} 1' in second

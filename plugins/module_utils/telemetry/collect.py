@@ -75,20 +75,33 @@ def gpus(config: dict) -> Tuple[List[Family], bool, str]:
         return [], False, "nvidia-smi's XML: %s" % error
 
 
-def xid_events(config: dict) -> Tuple[List[Family], bool, str]:
-    state = _read_state(config["state"])
-    argv = ["journalctl", "--no-pager", "-o", "json"] + (
-        ["--after-cursor", state["cursor"]] if state.get("cursor") else []) + list(config["journal_match"])
-    out, why = _run(argv, config["journal_timeout"])
-    if out is None:
-        return xid.families(state), False, why
+def _records(text: str) -> List[dict]:
     records = []
-    for line in out.splitlines():
+    for line in text.splitlines():
         try:
             records.append(json.loads(line))
         except ValueError:
             continue
-    state = xid.fold(state, records)
+    return records
+
+
+def xid_events(config: dict) -> Tuple[List[Family], bool, str]:
+    state = _read_state(config["state"])
+    journal = ["journalctl", "--no-pager", "-o", "json"]
+    argv = journal + (["--after-cursor", state["cursor"]] if state.get("cursor") else []) + list(config["journal_match"])
+    out, why = _run(argv, config["journal_timeout"])
+    if out is None and not state.get("cursor"):
+        # A first run whose kernel log is too long to read in time would fail at every run: it counts from the
+        # log's last line instead, and says so.
+        tail, _ = _run(journal + ["-n", "1"] + list(config["journal_match"]), config["journal_timeout"])
+        last = _records(tail or "")
+        if last:
+            state = dict(state, cursor=last[-1].get("__CURSOR"))
+            _write_atomically(config["state"], json.dumps(state, sort_keys=True), 0o600)
+            why += "; Xid events are counted from the kernel log's last line on"
+    if out is None:
+        return xid.families(state), False, why
+    state = xid.fold(state, _records(out))
     _write_atomically(config["state"], json.dumps(state, sort_keys=True), 0o600)
     return xid.families(state), True, ""
 
