@@ -47,7 +47,7 @@ def test_v100s_recording_gives_every_gpu_its_readings():
     assert by_gpu(families, "v100_gpu_pcie_link_width_max")["0"] == 16
     assert by_gpu(families, "v100_gpu_pcie_replay_total")["0"] == 0
     assert by_gpu(families, "v100_gpu_persistence_mode")["0"] == 0
-    assert set(by_gpu(families, "v100_gpu_ecc_errors", scope="aggregate", bit="double").values()) == {0}
+    assert set(by_gpu(families, "v100_gpu_ecc_errors", scope="aggregate", type="uncorrectable").values()) == {0}
     assert set(by_gpu(families, "v100_gpu_retired_pages", cause="double_bit").values()) == {0}
     assert set(by_gpu(families, "v100_gpu_retired_pages_pending").values()) == {0}
 
@@ -63,10 +63,10 @@ def test_the_two_power_capped_gpus_of_the_recording_are_throttled_for_power_only
 
 def test_the_v100_with_ecc_errors_shows_its_counts_and_pending_retirement():
     families = gpu_series.families((RECORDED / "nvidia-smi-q-x_v100-sxm3-32gb_ecc-retired-pending_410.104.xml").read_text())
-    ecc = {(dict(labels)["scope"], dict(labels)["bit"]): value
+    ecc = {(dict(labels)["scope"], dict(labels)["type"], dict(labels)["location"]): value
            for labels, value in values(families, "v100_gpu_ecc_errors").items()}
-    assert ecc == {("volatile", "single"): 1, ("volatile", "double"): 1,
-                   ("aggregate", "single"): 291, ("aggregate", "double"): 7627}
+    assert ecc == {("volatile", "correctable", "total"): 1, ("volatile", "uncorrectable", "total"): 1,
+                   ("aggregate", "correctable", "total"): 291, ("aggregate", "uncorrectable", "total"): 7627}
     assert {dict(labels)["cause"]: value for labels, value in values(families, "v100_gpu_retired_pages").items()} \
         == {"single_bit": 0, "double_bit": 2}
     assert list(values(families, "v100_gpu_retired_pages_pending").values()) == [1]
@@ -96,6 +96,19 @@ def test_later_drivers_give_the_same_series(recording):
         assert len(values(families, name)) == 1, name
     # 580 names them clocks_event_reasons: still one series each.
     assert len(values(families, "v100_gpu_throttle_active")) >= 8
+
+
+@pytest.mark.parametrize("recording, locations", [
+    ("nvidia-smi-q-x_a100-sxm4-80gb_535.54.03.xml", {"sram", "dram"}),
+    ("nvidia-smi-q-x_h200_x1_580.159.04.xml", {"sram", "sram_parity", "sram_secded", "dram"}),
+])
+def test_drivers_from_535_count_ecc_errors_by_memory(recording, locations):
+    families = gpu_series.families((RECORDED / recording).read_text())
+    ecc = {(dict(labels)["scope"], dict(labels)["type"], dict(labels)["location"]): value
+           for labels, value in values(families, "v100_gpu_ecc_errors").items()}
+    assert {location for _, _, location in ecc} == locations
+    assert ("volatile", "uncorrectable", "dram") in ecc and ("aggregate", "correctable", "sram") in ecc
+    assert set(ecc.values()) == {0}
 
 
 def test_a_field_the_driver_does_not_know_gives_no_series():

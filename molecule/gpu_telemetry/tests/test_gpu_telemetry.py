@@ -106,9 +106,9 @@ def test_a_new_xid_line_counts_once_more(host, timer_stopped):
 def test_the_ecc_recording_gives_its_counts(host, timer_stopped):
     collect_with(host, ECC)
     samples = scrape(host)
-    ecc = {(labels["scope"], labels["bit"]): value for name, labels, value in samples if name == "v100_gpu_ecc_errors"}
-    assert ecc == {("volatile", "single"): 1, ("volatile", "double"): 1,
-                   ("aggregate", "single"): 291, ("aggregate", "double"): 7627}
+    ecc = {(labels["scope"], labels["type"]): value for name, labels, value in samples if name == "v100_gpu_ecc_errors"}
+    assert ecc == {("volatile", "correctable"): 1, ("volatile", "uncorrectable"): 1,
+                   ("aggregate", "correctable"): 291, ("aggregate", "uncorrectable"): 7627}
     assert series(samples, "v100_gpu_retired_pages_pending") == {"0": 1}
 
 

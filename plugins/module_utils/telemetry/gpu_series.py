@@ -7,6 +7,7 @@ Units are Prometheus's base units: bytes, hertz, watts, celsius, ratios.
 """
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from typing import Callable, List, Optional, Tuple
 
@@ -81,10 +82,29 @@ def _labels(gpu: ET.Element, index: int) -> dict:
     return {"gpu": str(minor if minor is not None else index), "pci_bus_id": pci}
 
 
+# Drivers before 535 (the V100S and V100-SXM3 recordings) count single- and double-bit errors, each with a total;
+# 535 and later (DTD v12: the A100 and H200 recordings) count correctable and uncorrectable errors of DRAM and SRAM
+# (580 splits SRAM's uncorrectable ones into parity and SECDED). Both become correctable (single-bit) and
+# uncorrectable (double-bit) counts, by where the driver counts them.
+_ECC_V12 = re.compile(r"^(?P<memory>sram|dram)_(?P<type>correctable|uncorrectable)(?:_(?P<detail>[a-z]+))?$")
+_ECC_OLD = (("single_bit", "correctable"), ("double_bit", "uncorrectable"))
+
+
 def _ecc(gpu: ET.Element, labels: dict) -> List[Sample]:
-    return [sample(PREFIX + "ecc_errors", value, **labels, scope=scope, bit=bit)
-            for scope in ("volatile", "aggregate") for bit in ("single", "double")
-            for value in [number(gpu, "ecc_errors/%s/%s_bit/total" % (scope, bit))] if value is not None]
+    found = []
+    for scope in ("volatile", "aggregate"):
+        for old, kind in _ECC_OLD:
+            value = number(gpu, "ecc_errors/%s/%s/total" % (scope, old))
+            if value is not None:
+                found.append(sample(PREFIX + "ecc_errors", value, **labels, scope=scope, type=kind, location="total"))
+        for child in gpu.findall("ecc_errors/%s/*" % scope):
+            match = _ECC_V12.match(child.tag)
+            value = number(gpu, "ecc_errors/%s/%s" % (scope, child.tag))
+            if match and value is not None:
+                location = match.group("memory") + ("_" + match.group("detail") if match.group("detail") else "")
+                found.append(sample(PREFIX + "ecc_errors", value, **labels, scope=scope, type=match.group("type"),
+                                    location=location))
+    return found
 
 
 def _retired(gpu: ET.Element, labels: dict) -> List[Sample]:
@@ -114,7 +134,8 @@ def families(xml_text: str) -> List[Family]:
                          "1 while the clock throttle (event) reason holds the clocks down.",
                          [item for gpu, labels in gpus for item in _throttles(gpu, labels)]))
     result.append(family(PREFIX + "ecc_errors", "gauge",
-                         "ECC errors: volatile since the driver loaded, aggregate over the board's life.",
+                         "ECC errors (correctable: single-bit; uncorrectable: double-bit): volatile since the driver "
+                         "loaded, aggregate over the board's life.",
                          [item for gpu, labels in gpus for item in _ecc(gpu, labels)]))
     result.append(family(PREFIX + "retired_pages", "gauge", "Memory pages retired, by cause.",
                          [item for gpu, labels in gpus for item in _retired(gpu, labels)]))
