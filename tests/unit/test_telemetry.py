@@ -72,10 +72,14 @@ def test_the_v100_with_ecc_errors_shows_its_counts_and_pending_retirement():
     assert list(values(families, "v100_gpu_retired_pages_pending").values()) == [1]
 
 
-def test_a_link_below_its_generation_is_seen():
+def test_a_link_below_its_generation_is_seen_and_gpus_go_by_index():
     families = gpu_series.families((RECORDED / "nvidia-smi-q-x_k80_x4_ecc_pcie-gen1_430.26.xml").read_text())
     current = values(families, "v100_gpu_pcie_link_generation")
     assert sorted(current.values()) == [1, 1, 3, 3]
+    # The recording's minor numbers are 1, 2, 3, 0: the label is nvidia-smi's index, as llama_server's gpus.
+    assert sorted(by_gpu(families, "v100_gpu_info")) == ["0", "1", "2", "3"]
+    # 430 fills pending_blacklist only.
+    assert set(values(families, "v100_gpu_retired_pages_pending").values()) == {0}
     assert set(values(families, "v100_gpu_pcie_link_generation_max").values()) == {3}
 
 
@@ -118,13 +122,14 @@ def test_a_field_the_driver_does_not_know_gives_no_series():
     assert "v100_gpu_memory_temperature_celsius" not in exposition.render(families)
 
 
-def journal(lines, boot="b1"):
-    """Journal records (journalctl -o json) of recorded dmesg lines, the "[seconds] " prefix taken off."""
+def journal(lines, boot="b1", start=1_700_000_000):
+    """Journal records (journalctl -o json) of recorded dmesg lines, the "[seconds] " prefix taken off, one a
+    second from start."""
     records = []
     for number, line in enumerate(lines):
         message = re.sub(r"^\[\s*[\d.]+\]\s*", "", line)
         records.append({"MESSAGE": message, "__CURSOR": "s=%s;i=%d" % (boot, number),
-                        "__REALTIME_TIMESTAMP": str(1_700_000_000_000_000 + number * 1_000_000)})
+                        "__REALTIME_TIMESTAMP": str((start + number) * 1_000_000)})
     return records
 
 
@@ -152,7 +157,7 @@ def test_recorded_xid_logs_are_counted_by_gpu_and_number(recording, counts):
 
 def test_counts_add_up_over_runs_and_survive_a_state_file():
     first = xid.fold(xid.empty_state(), journal(XID79.splitlines()))
-    again = xid.fold(json.loads(json.dumps(first)), journal(XID79.splitlines(), boot="b2"))
+    again = xid.fold(json.loads(json.dumps(first)), journal(XID79.splitlines(), boot="b2", start=1_700_086_400))
     assert again["events"]["0000:02:00.0/79"]["count"] == 2
     # No new records: nothing changes, the cursor stays.
     assert xid.fold(again, []) == again
@@ -169,6 +174,16 @@ def test_counts_add_up_over_runs_and_survive_a_state_file():
 def test_xid_line_forms(message, pci, number):
     found = xid.event({"MESSAGE": message, "__REALTIME_TIMESTAMP": "0"})
     assert (found and (found["pci_bus_id"], found["xid"])) == ((pci, number) if pci else None)
+
+
+def test_a_fall_off_the_bus_logged_twice_is_one_incident():
+    # Drivers that print both lines for one fall (reviewed on a 2016 forum log): one Xid 79.
+    lines = ["NVRM: GPU at 0000:02:00.0 has fallen off the bus.",
+             "NVRM: Xid (PCI:0000:02:00): 79, GPU has fallen off the bus."]
+    state = xid.fold(xid.empty_state(), journal(lines))
+    assert state["events"]["0000:02:00.0/79"]["count"] == 1
+    later = xid.fold(state, journal(lines[1:], boot="b2", start=1_700_000_600))
+    assert later["events"]["0000:02:00.0/79"]["count"] == 2
 
 
 def test_xid_classes():
@@ -283,10 +298,13 @@ def test_a_host_without_gpus_asks_no_nvidia_smi(tmp_path):
 
 
 @pytest.mark.parametrize("address, port, expected", [
-    ("127.0.0.1", 9100, {"address": "127.0.0.1:9100", "loopback": True, "local": "127.0.0.1:9100"}),
-    ("0.0.0.0", 9100, {"address": "0.0.0.0:9100", "loopback": False, "local": "127.0.0.1:9100"}),
-    ("192.168.1.5", 9200, {"address": "192.168.1.5:9200", "loopback": False, "local": "192.168.1.5:9200"}),
-    ("::1", 9100, {"address": "[::1]:9100", "loopback": True, "local": "[::1]:9100"}),
+    ("127.0.0.1", 9100, {"address": "127.0.0.1:9100", "loopback": True, "local": "127.0.0.1:9100",
+                         "local_host": "127.0.0.1"}),
+    ("0.0.0.0", 9100, {"address": "0.0.0.0:9100", "loopback": False, "local": "127.0.0.1:9100",
+                       "local_host": "127.0.0.1"}),
+    ("192.168.1.5", 9200, {"address": "192.168.1.5:9200", "loopback": False, "local": "192.168.1.5:9200",
+                           "local_host": "192.168.1.5"}),
+    ("::1", 9100, {"address": "[::1]:9100", "loopback": True, "local": "[::1]:9100", "local_host": "::1"}),
 ])
 def test_listen(address, port, expected):
     assert plan.listen(address, port) == expected

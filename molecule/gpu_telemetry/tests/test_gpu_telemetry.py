@@ -66,8 +66,9 @@ def test_the_scrape_matches_the_recording_gpu_by_gpu(host):
     recorded = ET.fromstring(host.file(V100S).content_string)
     gpus = recorded.findall("gpu")
     assert len(series(samples, "v100_gpu_info")) == len(gpus) == 8
-    for gpu in gpus:
-        index = gpu.findtext("minor_number").strip()
+    # The gpu label is nvidia-smi's index: the recording's order.
+    for position, gpu in enumerate(gpus):
+        index = str(position)
         assert series(samples, "v100_gpu_temperature_celsius")[index] == float(
             gpu.findtext("temperature/gpu_temp").split()[0])
         assert series(samples, "v100_gpu_power_draw_watts")[index] == float(

@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 from typing import Callable, List, Optional, Tuple
 
 from .exposition import Family, Sample, family, sample
-from .smi_xml import enabled, first_number, integer, number, text, throttle_states
+from .smi_xml import first_number, number, text, throttle_states
 
 MIB = 1024 * 1024
 MHZ = 1000 * 1000
@@ -68,18 +68,22 @@ _GAUGES: Tuple[Tuple[str, str, str, _Reading], ...] = (
      _path("pci/replay_counter")),
     ("persistence_mode", "gauge", "1 when persistence mode is on.", _flag("persistence_mode", "Enabled")),
     ("ecc_mode", "gauge", "1 when ECC is on.", _flag("ecc_mode/current_ecc", "Enabled")),
+    # Drivers fill pending_retirement (410), pending_blacklist (430) or both (460 and later).
     ("retired_pages_pending", "gauge", "1 when a retired page waits for the next driver load.",
-     _flag("retired_pages/pending_retirement", "Yes")),
+     lambda gpu: max((value for value in (_flag("retired_pages/pending_retirement", "Yes")(gpu),
+                                          _flag("retired_pages/pending_blacklist", "Yes")(gpu)) if value is not None),
+                     default=None)),
 )
 
 
 def _labels(gpu: ET.Element, index: int) -> dict:
-    minor = integer(gpu, "minor_number")
+    # gpu is nvidia-smi's index (the <gpu> elements' order: PCI bus order), as llama_server_instances' gpus;
+    # the device minor number can differ (the K80 recording).
     bus_id = text(gpu, "pci/pci_bus_id") or gpu.get("id") or ""
     # "00000000:00:0D.0" -> "0000:00:0d.0", the form the Xid series carry.
     parts = bus_id.lower().split(":")
     pci = "%04x:%s" % (int(parts[0], 16), ":".join(parts[1:])) if len(parts) == 3 else bus_id.lower()
-    return {"gpu": str(minor if minor is not None else index), "pci_bus_id": pci}
+    return {"gpu": str(index), "pci_bus_id": pci}
 
 
 # Drivers before 535 (the V100S and V100-SXM3 recordings) count single- and double-bit errors, each with a total;

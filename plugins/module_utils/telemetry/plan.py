@@ -37,10 +37,12 @@ def collector_settings(servers: List[Dict[str, Any]], prefixes: Dict[str, List[s
 
 
 def listen(address: str, port: int) -> Dict[str, Any]:
-    """The node exporter's --web.listen-address, whether it stays on this host, and where this host reaches it."""
+    """The node exporter's --web.listen-address, whether it stays on this host, and where this host reaches it
+    (local_host: the address its own requests come from, which the IP filter must let through)."""
     def joined(host: str) -> str:
         return "%s:%d" % ("[%s]" % host if ":" in host else host, port)
-    return {"address": joined(address), "loopback": is_loopback(address), "local": joined(local_address(address))}
+    return {"address": joined(address), "loopback": is_loopback(address), "local": joined(local_address(address)),
+            "local_host": local_address(address)}
 
 
 def summary(scrape: str) -> Dict[str, Any]:

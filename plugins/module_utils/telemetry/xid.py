@@ -25,6 +25,7 @@ _XID = re.compile(r"NVRM: Xid \((?:PCI:)?(?P<pci>[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}
 _FALLEN = re.compile(r"NVRM: GPU at (?:PCI:)?(?P<pci>[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})(?:\.[0-7])?:? "
                      r"(?:GPU )?has fallen off the bus")
 FALLEN_OFF_THE_BUS = 79
+SAME_FALL_S = 10
 
 # NVIDIA's Xid catalogue for Volta and older GPUs ("Xid Errors", docs.nvidia.com/deploy/xid-errors/, its table of
 # possible causes; page retirement: docs.nvidia.com/deploy/dynamic-page-retirement/). "hardware": the board, its
@@ -32,8 +33,11 @@ FALLEN_OFF_THE_BUS = 79
 # bus, 92 high single-bit rate, 94/95 contained/uncontained ECC): a card to watch or replace. "application": a
 # program's fault (13 graphics engine exception, 31 memory page fault, 43 stopped processing, 45 preemptive
 # cleanup): the server restarts, the card is usually fine. Any other number is "other".
+# 57, 58, 69, 80 and 81 (video memory interface, graphics engine class, corrupted data, VGA subsystem) also list a
+# hardware error among their causes there; 154 (550 and later: "GPU recovery action changed", a reset or reboot
+# required) is the driver asking for one.
 XID_CLASSES = {
-    **{number: "hardware" for number in (48, 61, 62, 63, 64, 74, 79, 92, 94, 95)},
+    **{number: "hardware" for number in (48, 57, 58, 61, 62, 63, 64, 69, 74, 79, 80, 81, 92, 94, 95, 154)},
     **{number: "application" for number in (13, 31, 43, 45)},
 }
 
@@ -84,7 +88,10 @@ def fold(state: dict, records: Iterable[dict]) -> dict:
         key = "%s/%d" % (found["pci_bus_id"], found["xid"])
         seen = events.setdefault(key, {"pci_bus_id": found["pci_bus_id"], "xid": found["xid"], "count": 0,
                                        "last": 0.0})
-        seen["count"] += 1
+        # Some drivers log a fall off the bus twice, as an Xid 79 and as "GPU at ... has fallen off the bus":
+        # one incident.
+        if not (found["xid"] == FALLEN_OFF_THE_BUS and seen["count"] and found["time"] - seen["last"] < SAME_FALL_S):
+            seen["count"] += 1
         seen["last"] = max(seen["last"], found["time"])
     return {"cursor": cursor, "events": events}
 
