@@ -18,6 +18,8 @@ class FilterModule:
             "host_report_markdown": _REPORT.markdown,
             # report | host_report_summary -> a few lines for the play
             "host_report_summary": _REPORT.summary,
+            # endpoints | host_report_units -> the systemd units serving them
+            "host_report_units": _REPORT.service_units,
             # `systemctl show -p Id -p ActiveState ...` | systemd_show_states -> {unit: ActiveState}
             "systemd_show_states": _REPORT.unit_states,
             # controller paths | newest_benchmarks(host) -> {server: newest report}

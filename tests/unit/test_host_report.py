@@ -79,3 +79,9 @@ def test_the_newest_benchmark_of_each_server():
              "b/v100a-code-fast-20261201-000000.json", "b/v100b-qwen-20261209-000000.json", "b/v100a-qwen.md"]
     assert report.newest_benchmarks(paths, "v100a") == {"qwen": "b/v100a-qwen-20261208-090000.json",
                                                         "code-fast": "b/v100a-code-fast-20261201-000000.json"}
+
+
+def test_the_units_asked_about_are_those_of_the_services():
+    vllm = {"name": "vllm", "kind": "vllm", "url": "http://127.0.0.1:8000"}
+    assert report.service_units([ENDPOINT, vllm, {"name": "x", "kind": "other"}]) == [
+        "llama-server-qwen.service", "vllm-server.service"]

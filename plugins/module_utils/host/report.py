@@ -20,13 +20,25 @@ def _gpu(gpu: Mapping[str, Any]) -> Dict[str, Any]:
     return {key: gpu.get(key) for key in keys}
 
 
+def service_unit(endpoint: Mapping[str, Any]) -> Optional[str]:
+    """The systemd unit serving an endpoint: llama-server's names its own (engine.unit), vLLM's is
+    vllm-server.service (roles/vllm_server)."""
+    unit = (endpoint.get("engine") or {}).get("unit") or ("vllm-server" if endpoint.get("kind") == "vllm" else "")
+    return unit + ".service" if unit else None
+
+
+def service_units(endpoints: List[Mapping[str, Any]]) -> List[str]:
+    """The units the role asks systemd about."""
+    return [unit for unit in map(service_unit, endpoints) if unit]
+
+
 def _service(endpoint: Mapping[str, Any], states: Mapping[str, str], checks: Mapping[str, List[Mapping[str, Any]]],
              benchmarks: Mapping[str, str]) -> Dict[str, Any]:
-    unit = (endpoint.get("engine") or {}).get("unit") or ("vllm-server" if endpoint.get("kind") == "vllm" else "")
+    unit = service_unit(endpoint)
     rows = checks.get(endpoint["name"], [])
     return {
-        "name": endpoint["name"], "kind": endpoint.get("kind"), "unit": unit + ".service" if unit else None,
-        "state": states.get(unit + ".service") if unit else None, "url": endpoint.get("url"),
+        "name": endpoint["name"], "kind": endpoint.get("kind"), "unit": unit,
+        "state": states.get(unit) if unit else None, "url": endpoint.get("url"),
         "model": endpoint.get("model"), "prompt_tokens_max": endpoint.get("prompt_tokens_max"),
         "key_file": endpoint.get("key_file") or None,
         "health": None if not rows else "failed" if any(row.get("state") == "failed" for row in rows) else "ok",

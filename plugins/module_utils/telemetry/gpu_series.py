@@ -24,15 +24,22 @@ _Reading = Callable[[ET.Element], Optional[float]]
 
 
 def _scaled(path: str, factor: float) -> _Reading:
-    return lambda gpu: None if number(gpu, path) is None else number(gpu, path) * factor
+    def reading(gpu: ET.Element) -> Optional[float]:
+        value = number(gpu, path)
+        return None if value is None else value * factor
+    return reading
 
 
 def _path(*paths: str) -> _Reading:
     return lambda gpu: first_number(gpu, *paths)
 
 
-def _flag(path: str, yes: str) -> _Reading:
-    return lambda gpu: None if text(gpu, path) is None else float(text(gpu, path) == yes)
+def _flag(yes: str, *paths: str) -> _Reading:
+    """1 when any of paths says yes, 0 when those the driver fills say otherwise, None when it fills none."""
+    def reading(gpu: ET.Element) -> Optional[float]:
+        found = [value for value in (text(gpu, path) for path in paths) if value is not None]
+        return float(yes in found) if found else None
+    return reading
 
 
 _GAUGES: Tuple[Tuple[str, str, str, _Reading], ...] = (
@@ -66,13 +73,11 @@ _GAUGES: Tuple[Tuple[str, str, str, _Reading], ...] = (
      _path(_LINK + "link_widths/max_link_width")),
     ("pcie_replay_total", "counter", "PCIe replays since the driver loaded (a flaky riser or slot).",
      _path("pci/replay_counter")),
-    ("persistence_mode", "gauge", "1 when persistence mode is on.", _flag("persistence_mode", "Enabled")),
-    ("ecc_mode", "gauge", "1 when ECC is on.", _flag("ecc_mode/current_ecc", "Enabled")),
+    ("persistence_mode", "gauge", "1 when persistence mode is on.", _flag("Enabled", "persistence_mode")),
+    ("ecc_mode", "gauge", "1 when ECC is on.", _flag("Enabled", "ecc_mode/current_ecc")),
     # Drivers fill pending_retirement (410), pending_blacklist (430) or both (460 and later).
     ("retired_pages_pending", "gauge", "1 when a retired page waits for the next driver load.",
-     lambda gpu: max((value for value in (_flag("retired_pages/pending_retirement", "Yes")(gpu),
-                                          _flag("retired_pages/pending_blacklist", "Yes")(gpu)) if value is not None),
-                     default=None)),
+     _flag("Yes", "retired_pages/pending_retirement", "retired_pages/pending_blacklist")),
 )
 
 
