@@ -6,6 +6,12 @@ from ansible_collections.v100.llm.plugins.plugin_utils.endpoint_checks import NO
 from ansible_collections.v100.llm.plugins.plugin_utils.endpoint_usage import usage_lines
 
 
+def _key_source(endpoint):
+    if endpoint.get("key_user"):
+        return "the key of user %s" % endpoint["key_user"]
+    return "key in %s (root only)" % endpoint["key_file"] if endpoint.get("key_file") else "no key"
+
+
 class ActionModule(EndpointAction):
     """Checks each endpoint (endpoint_check's documentation) and fails naming the instance, URL and check."""
 
@@ -18,7 +24,9 @@ class ActionModule(EndpointAction):
         timeout = float(self._task.args.get("timeout", 600))
         reports, failed, summary, usage = [], [], [], []
         for endpoint in endpoints:
-            endpoint = dict(endpoint, api_key=self.key(endpoint, task_vars))
+            endpoint = dict(endpoint, api_key=self.key(endpoint, task_vars),
+                            ca_pem=self.host_file(endpoint, endpoint["ca_file"], task_vars) if endpoint.get("ca_file")
+                            else "")
             with self.reach(connection, options, endpoint) as (base_url, tunnel):
                 rows = check_endpoint(openai, base_url, endpoint, timeout)
             if tunnel.errors and rows[0]["state"] == "failed":
@@ -26,12 +34,11 @@ class ActionModule(EndpointAction):
                     NO_ANSWER, endpoint["address"], endpoint["port"], tunnel.command[0], tunnel.errors[-1])
             reports.append({"name": endpoint["name"], "url": endpoint["url"], "checks": rows})
             summary += ["%s %s/v1 (model %s, %s)" % (endpoint["name"], endpoint["url"], endpoint["model"],
-                                                     "key in %s" % endpoint["key_file"] if endpoint.get("key_file")
-                                                     else "no key")]
+                                                     _key_source(endpoint))]
             summary += ["  %-14s %-7s %s" % (check["check"], check["state"], check["detail"]) for check in rows]
-            usage += ["%s: %s/v1 on %s, model %s%s" % (
+            usage += ["%s: %s/v1 on %s, model %s, %s" % (
                 endpoint["name"], endpoint["url"], task_vars.get("inventory_hostname"), endpoint["model"],
-                ", key in %s (root only)" % endpoint["key_file"] if endpoint.get("key_file") else ", no key")]
+                _key_source(endpoint))]
             usage += usage_lines(connection, options, endpoint)
             failed += ["%s (%s): %s: %s" % (endpoint["name"], endpoint["url"], check["check"], check["detail"])
                        for check in rows if check["state"] == "failed"]

@@ -56,7 +56,8 @@ class EndpointAction(ActionBase):
         except ValueError as exc:
             raise AnsibleActionFail(str(exc)) from exc
         try:
-            yield ("http://127.0.0.1:%d/v1" % tunnel.port if tunnel.command else endpoint["url"] + "/v1"), tunnel
+            scheme = endpoint["url"].split("://", 1)[0]
+            yield ("%s://127.0.0.1:%d/v1" % (scheme, tunnel.port) if tunnel.command else endpoint["url"] + "/v1"), tunnel
         finally:
             tunnel.close()
 
@@ -77,12 +78,19 @@ class EndpointAction(ActionBase):
         return command
 
     def key(self, endpoint: Mapping[str, Any], task_vars: Mapping[str, Any]) -> str:
-        """The key the server reads, from its file on the host (root only: the task runs with become)."""
+        """The key the server reads, from its file on the host (root only: the task runs with become); through the
+        front door, the key of the user it names, from front_door_users (the host keeps only its hash)."""
+        if endpoint.get("key_user"):
+            users = self._templar.template(task_vars.get("front_door_users") or {})
+            return str(users.get(endpoint["key_user"], ""))
         if not endpoint.get("key_file"):
             return ""
-        read = self._execute_module(module_name="ansible.builtin.slurp", module_args={"src": endpoint["key_file"]},
+        return key_from_file(self.host_file(endpoint, endpoint["key_file"], task_vars), endpoint.get("key_variable", ""))
+
+    def host_file(self, endpoint: Mapping[str, Any], path: str, task_vars: Mapping[str, Any]) -> str:
+        """A file on the host, read with slurp (a key file, the front door's certificate authority)."""
+        read = self._execute_module(module_name="ansible.builtin.slurp", module_args={"src": path},
                                     task_vars=task_vars)
         if read.get("failed"):
-            raise AnsibleActionFail("%s: cannot read its key file %s: %s" % (endpoint["name"], endpoint["key_file"],
-                                                                             read.get("msg")))
-        return key_from_file(base64.b64decode(read["content"]).decode(), endpoint.get("key_variable", ""))
+            raise AnsibleActionFail("%s: cannot read %s: %s" % (endpoint["name"], path, read.get("msg")))
+        return base64.b64decode(read["content"]).decode()

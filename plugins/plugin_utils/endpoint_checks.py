@@ -10,11 +10,12 @@ from __future__ import annotations
 import importlib.machinery
 import importlib.util
 import json
+import ssl
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 TOOL = {"type": "function", "function": {
     "name": "get_time", "description": "The current time in a city.",
@@ -27,14 +28,35 @@ NO_ANSWER = "no answer"
 DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
-def direct_client(openai: Any, base_url: str, api_key: str, timeout: float, asynchronous: bool = False) -> Any:
+def tls_context(endpoint: Mapping[str, Any]) -> Optional[ssl.SSLContext]:
+    """What an HTTPS endpoint's certificate is checked against (the front door's): its authority's certificate, or
+    an owner's certificate trusted as it is (partial chain); None for plain HTTP. Reached through the tunnel, the
+    name checked is 127.0.0.1, which only the local authority's certificate holds."""
+    if not endpoint.get("ca_pem"):
+        return None
+    context = ssl.create_default_context(cadata=endpoint["ca_pem"])
+    context.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN
+    context.check_hostname = bool(endpoint.get("tls_hostname_checked", True))
+    return context
+
+
+def direct_client(openai: Any, base_url: str, api_key: str, timeout: float, asynchronous: bool = False,
+                  tls: Optional[ssl.SSLContext] = None) -> Any:
     """The OpenAI client every check and the benchmark use: no retries (a failure is a finding), and, as DIRECT,
     no proxy from the environment."""
+    verify: Any = tls or True
     if asynchronous:
         return openai.AsyncOpenAI(base_url=base_url, api_key=api_key or "none", max_retries=0, timeout=timeout,
-                                  http_client=openai.DefaultAsyncHttpxClient(trust_env=False))
+                                  http_client=openai.DefaultAsyncHttpxClient(trust_env=False, verify=verify))
     return openai.OpenAI(base_url=base_url, api_key=api_key or "none", max_retries=0, timeout=timeout,
-                         http_client=openai.DefaultHttpxClient(trust_env=False))
+                         http_client=openai.DefaultHttpxClient(trust_env=False, verify=verify))
+
+
+def _opener(endpoint: Mapping[str, Any]) -> urllib.request.OpenerDirector:
+    """DIRECT, or for HTTPS, its like that checks the certificate as the client does."""
+    context = tls_context(endpoint)
+    return urllib.request.build_opener(urllib.request.ProxyHandler({}), urllib.request.HTTPSHandler(
+        context=context)) if context else DIRECT
 
 
 def _health_script() -> Any:
@@ -103,12 +125,14 @@ def _server_json(base_url: str, endpoint: Mapping[str, Any], path: str) -> Any:
     """One of llama-server's own JSON endpoints (beside /v1), with the key."""
     request = urllib.request.Request(base_url.rsplit("/v1", 1)[0] + path,
                                      headers={"Authorization": "Bearer %s" % endpoint.get("api_key", "")})
-    with DIRECT.open(request, timeout=60) as answer:
+    with _opener(endpoint).open(request, timeout=60) as answer:
         return json.load(answer)
 
 
 def _tool_support(base_url: str, endpoint: Mapping[str, Any]) -> str:
     """Why tools are not offered, "" when they are or the server does not say (llama-server's /props)."""
+    if endpoint["kind"] == "front-door":
+        return "checked on each server itself"
     if endpoint["kind"] != "llama-server":
         return ""
     caps = _server_json(base_url, endpoint, "/props").get("chat_template_caps", {})
@@ -172,12 +196,13 @@ def _keys(openai: Any, base_url: str, endpoint: Mapping[str, Any]) -> Dict[str, 
         return row("API key", "skipped", "no API key: anyone who reaches the port is served")
     served = []
     try:  # No Authorization header at all (the client always sends one).
-        DIRECT.open(base_url + "/models", timeout=60).close()
+        _opener(endpoint).open(base_url + "/models", timeout=60).close()
         served.append("without a key")
     except urllib.error.HTTPError as exc:
         if exc.code != 401:
             served.append("without a key (HTTP %d, not 401)" % exc.code)
-    wrong = direct_client(openai, base_url, "not-the-key-" + str(len(endpoint["api_key"])), 60)
+    wrong = direct_client(openai, base_url, "not-the-key-" + str(len(endpoint["api_key"])), 60,
+                          tls=tls_context(endpoint))
     try:
         wrong.models.list()
         served.append("with a wrong key")
@@ -187,14 +212,25 @@ def _keys(openai: Any, base_url: str, endpoint: Mapping[str, Any]) -> Dict[str, 
                "served %s" % " and ".join(served) if served else "401 without a key and with a wrong one")
 
 
+def _route(client: Any, endpoint: Mapping[str, Any]) -> Dict[str, str]:
+    """Through the front door: HAProxy sent the model to a server of its own backend (its X-V100-LLM-Backend)."""
+    answer = client.chat.completions.with_raw_response.create(
+        model=endpoint["model"], max_tokens=1, messages=[{"role": "user", "content": "Hi"}])
+    served = answer.headers.get("x-v100-llm-backend", "")
+    return row("route", "ok" if served.split("/")[0] == endpoint["backend"] else "failed",
+               "%s went to %s" % (endpoint["model"], served or "a server that HAProxy did not name"))
+
+
 def check_endpoint(openai: Any, base_url: str, endpoint: Mapping[str, Any], timeout: float) -> List[Dict[str, str]]:
     """Every check of one endpoint, with the openai package given (the controller's)."""
-    client = direct_client(openai, base_url, endpoint.get("api_key", ""), timeout)
+    client = direct_client(openai, base_url, endpoint.get("api_key", ""), timeout, tls=tls_context(endpoint))
     checks: List[Tuple[str, Callable[[], Dict[str, str]]]] = [
         ("models", lambda: _models(client, endpoint)), ("chat", lambda: _chat(client, endpoint)),
         ("stream", lambda: _stream(client, endpoint)), ("tool call", lambda: _tools(client, endpoint, base_url)),
         ("longest prompt", lambda: _longest_prompt(client, endpoint)),
         ("API key", lambda: _keys(openai, base_url, endpoint))]
+    if endpoint["kind"] == "front-door":
+        checks.append(("route", lambda: _route(client, endpoint)))
     if endpoint["kind"] == "llama-server" and endpoint.get("engine", {}).get("speculative", "off") != "off":
         checks.append(("drafting", lambda: _drafting(base_url, endpoint)))
     rows: List[Dict[str, str]] = []

@@ -35,9 +35,24 @@ def key_filter(key_variable: str) -> str:
     return "head -n 1"
 
 
+def _front_door_lines(endpoint: Mapping[str, object]) -> List[str]:
+    """A client of the front door: its URL, a key of its own and the file that certifies the server."""
+    python = ('import os, openai; print(openai.OpenAI(base_url=%s, api_key=os.environ["KEY"], http_client='
+              'openai.DefaultHttpxClient(verify="front-door-ca.crt")).chat.completions.create(model=%s, messages='
+              '[{"role": "user", "content": %s}]).choices[0].message.content)' % (
+                  json.dumps("%s/v1" % endpoint["url"]), json.dumps(str(endpoint["model"])), json.dumps(PROMPT)))
+    return [
+        "  each user's key is theirs (front_door_users); clients trust %s (copy it to them as "
+        "front-door-ca.crt; Node-based IDE plugins read it from NODE_EXTRA_CA_CERTS)" % endpoint["ca_file"],
+        "  Python: KEY=<your key> python3 -c %s" % shlex.quote(python),
+    ]
+
+
 def usage_lines(connection: str, options: Mapping[str, object], endpoint: Mapping[str, object]) -> List[str]:
     """The lines that tell how to reach, call and configure one endpoint."""
     name = connection.rsplit(".", 1)[-1]
+    if endpoint.get("kind") == "front-door":
+        return _front_door_lines(endpoint)
     port, model, key_file = endpoint["port"], str(endpoint["model"]), str(endpoint.get("key_file") or "")
     variable = str(endpoint.get("key_variable") or "")
     body = json.dumps({"model": model, "messages": [{"role": "user", "content": PROMPT}]})
